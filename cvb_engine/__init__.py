@@ -1,0 +1,59 @@
+"""CVB engine: scenarios, checks, prompts, storage, scoring, metrics and reports.
+
+The studio and the CLI import from here; nothing in this package imports a UI
+library (streamlit, plotly, pygments) — a test enforces it.
+"""
+
+from cvb_engine.checks import CheckKind, CheckResult, Span, Subject, get_kind, registry
+from cvb_engine.extract import extract_code
+from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
+from cvb_engine.metrics import RecordRow, Summary, summarize, summarize_rows
+from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
+from cvb_engine.scenario import (
+    ARMS,
+    CANARY,
+    CATEGORIES,
+    CVB_CATEGORIES,
+    LoadedScenario,
+    Scenario,
+    ScenarioError,
+    load_file,
+    load_library,
+    load_text,
+)
+from cvb_engine.scoring import Scored, score_code, score_response
+
+__all__ = [
+    "ARMS",
+    "CANARY",
+    "CATEGORIES",
+    "CVB_CATEGORIES",
+    "PROMPT_VERSION",
+    "CheckKind",
+    "CheckResult",
+    "Finding",
+    "LoadedScenario",
+    "RecordRow",
+    "Scenario",
+    "ScenarioError",
+    "Scored",
+    "Span",
+    "Subject",
+    "Summary",
+    "build_messages",
+    "extract_code",
+    "get_kind",
+    "has_errors",
+    "imperative_words",
+    "lint_paths",
+    "lint_text",
+    "load_file",
+    "load_library",
+    "load_text",
+    "messages_sha256",
+    "registry",
+    "score_code",
+    "score_response",
+    "summarize",
+    "summarize_rows",
+]

@@ -1,0 +1,13 @@
+"""Check kinds. Each module registers one kind with :func:`register_check`."""
+
+from cvb_engine.checks.base import (
+    CheckKind,
+    CheckResult,
+    Span,
+    Subject,
+    get_kind,
+    register_check,
+    registry,
+)
+
+__all__ = ["CheckKind", "CheckResult", "Span", "Subject", "get_kind", "register_check", "registry"]

@@ -1,0 +1,179 @@
+"""The check protocol and its registry.
+
+A check kind is one module in this package with one decorated function::
+
+    class Params(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        forbid: str | None = None
+
+    @register_check("regex", params=Params, description="...")
+    def run_regex(params: Params, subject: Subject) -> CheckResult: ...
+
+The function receives validated parameters and the :class:`Subject` (the code
+extracted from one model response, plus the response itself). It must never
+raise on model output: a problem in the code under test is a failed
+:class:`CheckResult` with a reason. Problems in the *author's* parameters are
+caught earlier, by pydantic validation at load/lint time.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A stretch of the checked text: 1-based line, 0-based column, length in characters."""
+
+    line: int
+    col: int
+    length: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {"line": self.line, "col": self.col, "length": self.length}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The verdict of one check on one subject.
+
+    ``evidence`` holds the spans that triggered the verdict (the forbidden
+    match, the offending call); it is empty when nothing specific is to blame,
+    e.g. a required call that is absent. ``scope`` tells which text the spans
+    point into: ``"code"`` (the extracted code) or ``"response"``.
+    """
+
+    passed: bool
+    reason: str
+    evidence: tuple[Span, ...] = ()
+    scope: str = "code"
+    # True when the check gave up on time (a regex timeout, an exec timeout):
+    # lint treats that as the author's problem, scoring as a failed check.
+    timed_out: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "reason": self.reason,
+            "evidence": [s.as_dict() for s in self.evidence],
+            "scope": self.scope,
+        }
+
+
+@dataclass
+class Subject:
+    """What checks look at: one response and the code extracted from it.
+
+    Parsing is done lazily and at most once per subject, however many checks
+    ask for the tree; kinds may memoise their own derived analyses in
+    ``cache`` under a key of their own so that the work is shared between the
+    checks of one record.
+    """
+
+    code: str
+    response: str | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def tree(self) -> ast.Module | SyntaxError:
+        """The parsed module, or the SyntaxError that prevented parsing."""
+        try:
+            return ast.parse(self.code)
+        except SyntaxError as exc:
+            return exc
+        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+            err = SyntaxError(f"{type(exc).__name__}: {exc}")
+            err.lineno = 1
+            return err
+
+    @cached_property
+    def line_offsets(self) -> list[int]:
+        """Character offset at which each line of ``code`` starts (index 0 = line 1)."""
+        offsets = [0]
+        for i, ch in enumerate(self.code):
+            if ch == "\n":
+                offsets.append(i + 1)
+        return offsets
+
+    def text(self, scope: str) -> str:
+        return self.response if scope == "response" and self.response is not None else self.code
+
+
+def span_from_offsets(text: str, start: int, end: int) -> Span:
+    """Convert a character range of ``text`` into a :class:`Span` anchored at its start line."""
+    line = text.count("\n", 0, start) + 1
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    if line_end == -1:
+        line_end = len(text)
+    # A span never runs past its own line: the studio marks it on that line.
+    length = max(1, min(end, line_end) - start) if end > start else 0
+    return Span(line=line, col=start - line_start, length=length)
+
+
+class CheckFunction(Protocol):
+    def __call__(self, params: Any, subject: Subject, /) -> CheckResult: ...
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    """A registered check kind: its name, parameter model, description and function."""
+
+    name: str
+    params: type[BaseModel]
+    description: str
+    run: CheckFunction
+    # Kinds that execute code are slower and need the sandbox; the runner and
+    # the studio use this to decide what to run inline.
+    executes_code: bool = False
+
+
+_REGISTRY: dict[str, CheckKind] = {}
+
+
+def register_check(
+    name: str, *, params: type[BaseModel], description: str, executes_code: bool = False
+) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check kind under ``name`` (the ``kind:`` value in scenario files)."""
+
+    def decorate(fn: CheckFunction) -> CheckFunction:
+        if name in _REGISTRY and _REGISTRY[name].run is not fn:
+            raise ValueError(f"check kind {name!r} registered twice")
+        _REGISTRY[name] = CheckKind(name, params, description, fn, executes_code)
+        return fn
+
+    return decorate
+
+
+_loaded = False
+
+
+def _load_kinds() -> None:
+    """Import every module of this package once so that their decorators run."""
+    global _loaded
+    if _loaded:
+        return
+    package = importlib.import_module("cvb_engine.checks")
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"cvb_engine.checks.{info.name}")
+    _loaded = True
+
+
+def registry() -> dict[str, CheckKind]:
+    """All registered check kinds by name."""
+    _load_kinds()
+    return dict(_REGISTRY)
+
+
+def get_kind(name: str) -> CheckKind | None:
+    _load_kinds()
+    return _REGISTRY.get(name)

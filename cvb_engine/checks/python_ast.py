@@ -1,0 +1,1084 @@
+"""The ``python-ast`` check kind: structural rules on the parsed code.
+
+Five rules, chosen by ``rule``:
+
+- ``forbid-import`` / ``require-import``: an import of a module equal to or
+  under one of ``names`` (``import a.b``, ``from a import b``, aliased forms,
+  and ``importlib.import_module("a")`` / ``__import__("a")`` with a literal).
+- ``forbid-call`` / ``require-call``: a call whose resolved dotted name matches
+  one of ``names`` and whose arguments and context meet every condition of
+  ``where``.
+- ``forbid-construct``: a syntactic construct such as a bare ``except:``.
+
+Names are resolved through the imports of the code, so ``import subprocess as
+sp; sp.run(...)`` is a call to ``subprocess.run``. A call on a receiver that
+cannot be resolved (``cur.execute``, ``self.conn.execute``) gets a name that
+starts with ``*.`` followed by the attribute chain, e.g. ``*.conn.execute``; a
+receiver name that is never bound anywhere in the code is taken to be a module
+used without its import (snippets often omit imports), so ``os.system(...)``
+without ``import os`` is still ``os.system``. Entries of ``names`` are exact
+dotted names (``subprocess.run``), prefix wildcards (``requests.*``) or suffix
+wildcards (``*.execute``).
+
+Only the syntax tree is inspected: names in comments, docstrings and strings
+never count, nothing is evaluated, and only literal constants are compared.
+The tree is walked once per :class:`Subject`; the result is shared by every
+``python-ast`` check of that subject through ``subject.cache``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal, Self, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
+
+from cvb_engine.checks.base import CheckResult, Span, Subject, register_check, span_from_offsets
+
+CACHE_KEY = "python-ast"
+
+Rule: TypeAlias = Literal[
+    "forbid-import", "require-import", "forbid-call", "require-call", "forbid-construct"
+]
+Construct: TypeAlias = Literal[
+    "bare-except",
+    "broad-except-swallow",
+    "star-import",
+    "global-statement",
+    "mutable-default-arg",
+    "assert-statement",
+]
+LiteralValue: TypeAlias = bool | int | float | str | None
+
+CONSTRUCT_LABELS: dict[str, str] = {
+    "bare-except": "bare except",
+    "broad-except-swallow": "broad exception swallowed",
+    "star-import": "star import",
+    "global-statement": "global statement",
+    "mutable-default-arg": "mutable default argument",
+    "assert-statement": "assert statement",
+}
+_CALL_RULES = ("forbid-call", "require-call")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_NAME_PATTERN = re.compile(rf"(?:\*\.)?{_IDENT}(?:\.{_IDENT})*|{_IDENT}(?:\.{_IDENT})*\.\*")
+_DYNAMIC_IMPORTS = frozenset({"__import__", "importlib.import_module", "importlib.__import__"})
+_MUTABLE_FACTORIES = frozenset({"list", "dict", "set"})
+_BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
+# Bounds the recursion of the string classifier; deeper expressions are "other".
+_MAX_EXPR_DEPTH = 50
+_MAX_LISTED = 3
+
+
+class Where(BaseModel):
+    """Conditions on a call for ``forbid-call`` / ``require-call``.
+
+    A call matches only when every condition given holds. A ``**kwargs`` (or
+    ``*args``) splat hides what it passes: a condition that depends on such a
+    hidden argument does not hold, so a forbid never fires on a guess.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    keyword: dict[str, LiteralValue] = Field(
+        default_factory=dict,
+        description="the call passes each keyword with exactly this literal value "
+        "(shell: true matches shell=True)",
+    )
+    keyword_not: dict[str, LiteralValue] = Field(
+        default_factory=dict,
+        description="each keyword is absent, or its value is not this literal",
+    )
+    missing_keyword: list[str] = Field(
+        default_factory=list, description="none of these keywords is passed"
+    )
+    keyword_not_in: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="each keyword is absent, or its value is neither a name matching an "
+        "entry (resolved through imports, e.g. yaml.SafeLoader) nor a literal whose repr "
+        "(or, for a string, whose text) is an entry",
+    )
+    positional: dict[str, NonNegativeInt] = Field(
+        default_factory=dict,
+        description="keyword name -> 0-based positional index at which the same argument "
+        "may be passed (Loader: 1 for yaml.load(f, Loader))",
+    )
+    min_args: NonNegativeInt | None = Field(
+        default=None, description="at least this many positional arguments"
+    )
+    max_args: NonNegativeInt | None = Field(
+        default=None, description="at most this many positional arguments"
+    )
+    inside: Literal["async-def", "function", "loop", "except-handler"] | None = Field(
+        default=None,
+        description="the call is inside this construct within its own function body "
+        "(async-def: the nearest enclosing function is an async def)",
+    )
+    not_inside: Literal["with", "async-with"] | None = Field(
+        default=None,
+        description="the call is not in the header or body of a with / async with block "
+        "of its own function body",
+    )
+    arg_dynamic_string: NonNegativeInt | None = Field(
+        default=None,
+        description="positional argument N (or a keyword that positional maps to N) is a "
+        "dynamically built string: f-string with a placeholder, % format, + with a "
+        "non-literal, .format(), or a name assigned one",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        named = (
+            set(self.keyword)
+            | set(self.keyword_not)
+            | set(self.missing_keyword)
+            | set(self.keyword_not_in)
+        )
+        bad = sorted(k for k in named | set(self.positional) if not k.isidentifier())
+        if bad:
+            raise ValueError(f"not a keyword name: {', '.join(bad)}")
+        unused = sorted(
+            k
+            for k, index in self.positional.items()
+            if k not in named and index != self.arg_dynamic_string
+        )
+        if unused:
+            raise ValueError(
+                f"positional maps {', '.join(unused)}, which no keyword condition "
+                "(nor arg_dynamic_string) uses"
+            )
+        low, high = self.min_args, self.max_args
+        if low is not None and high is not None and low > high:
+            raise ValueError("min_args is greater than max_args")
+        return self
+
+
+class Params(BaseModel):
+    """Parameters of a ``python-ast`` check.
+
+    ``names`` serves the import and call rules (at least one entry), ``construct``
+    serves ``forbid-construct`` only, ``where`` the call rules only.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: Rule = Field(description="what to look for")
+    names: list[str] = Field(
+        default_factory=list,
+        description="dotted names: exact (subprocess.run), prefix wildcard (requests.*) "
+        "or suffix wildcard (*.execute)",
+    )
+    # "construct" would shadow BaseModel.construct; the YAML key stays "construct".
+    construct_kind: Construct | None = Field(
+        default=None, alias="construct", description="the construct forbid-construct looks for"
+    )
+    where: Where | None = Field(
+        default=None, description="conditions on the call (forbid-call / require-call)"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.rule == "forbid-construct":
+            if self.construct_kind is None:
+                raise ValueError("rule forbid-construct needs 'construct'")
+            if self.names:
+                raise ValueError("rule forbid-construct takes no 'names'")
+        else:
+            if self.construct_kind is not None:
+                raise ValueError(f"'construct' is only for forbid-construct, not {self.rule}")
+            if not self.names:
+                raise ValueError(f"rule {self.rule} needs at least one entry in 'names'")
+            bad = [n for n in self.names if not _NAME_PATTERN.fullmatch(n)]
+            if bad:
+                raise ValueError(f"not a dotted name or wildcard (a.b, a.*, *.b): {', '.join(bad)}")
+        if self.where is not None and self.rule not in _CALL_RULES:
+            raise ValueError(f"'where' is only for forbid-call and require-call, not {self.rule}")
+        return self
+
+
+# --- name patterns ----------------------------------------------------------
+
+
+def _match_call_name(pattern: str, name: str) -> bool:
+    """Whether a resolved call (or value) name matches one ``names`` entry."""
+    if pattern.startswith("*."):
+        return name.endswith(pattern[1:])
+    if pattern.endswith(".*"):
+        return name.startswith(pattern[:-1])
+    return name == pattern
+
+
+def _match_import_name(pattern: str, module: str) -> bool:
+    """Whether an imported module (or ``module.member``) is equal to or under an entry."""
+    if pattern.startswith("*."):
+        return f".{pattern[2:]}." in f".{module}."
+    base = pattern.removesuffix(".*")
+    return module == base or module.startswith(base + ".")
+
+
+# --- the shared analysis ----------------------------------------------------
+
+
+@dataclass(eq=False, slots=True)
+class _Scope:
+    """A function, class, comprehension or module body.
+
+    ``imports`` and ``locals`` hold every binding of the body, whatever its
+    position; ``strings`` follows the walk, so it describes the names as they
+    stand at the point being visited.
+    """
+
+    parent: _Scope | None
+    is_class: bool = False
+    imports: dict[str, str] = field(default_factory=dict)
+    locals: set[str] = field(default_factory=set)
+    strings: dict[str, str] = field(default_factory=dict)
+
+    def _chain(self) -> Iterable[_Scope]:
+        # Python's rule: a class body is visible to itself, not to what it encloses.
+        yield self
+        scope = self.parent
+        while scope is not None:
+            if not scope.is_class:
+                yield scope
+            scope = scope.parent
+
+    def binding(self, name: str) -> tuple[str | None, bool]:
+        """The dotted name ``name`` is imported as, and whether a local binding hides it."""
+        for scope in self._chain():
+            if name in scope.imports:
+                return scope.imports[name], False
+            if name in scope.locals:
+                return None, True
+        return None, False
+
+    def string_kind(self, name: str) -> str:
+        for scope in self._chain():
+            if name in scope.strings:
+                return scope.strings[name]
+        return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    """Where a node sits: the enclosing constructs and the scope."""
+
+    labels: frozenset[str]
+    scope: _Scope
+
+    def plus(self, label: str) -> _Ctx:
+        return _Ctx(self.labels | {label}, self.scope)
+
+
+@dataclass(slots=True)
+class _Import:
+    module: str
+    node: ast.stmt | ast.expr
+
+
+@dataclass(slots=True)
+class _Call:
+    node: ast.Call
+    labels: frozenset[str]
+    scope: _Scope
+    plain: list[ast.expr]
+    star: bool
+    keywords: dict[str, ast.expr]
+    kw_splat: bool
+    dynamic_pos: tuple[bool, ...]
+    dynamic_kw: dict[str, bool]
+    name: str | None = None
+
+
+_Task: TypeAlias = tuple[ast.AST, _Ctx] | Callable[[], None]
+_SKIPPED = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+def _is_literal(node: ast.expr, depth: int = 0) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if depth > _MAX_EXPR_DEPTH:
+        return False
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return all(_is_literal(e, depth + 1) for e in node.elts)
+    return False
+
+
+def _add_operands(node: ast.BinOp) -> list[ast.expr]:
+    """The operands of a chain ``a + b + c``, flattened without recursion."""
+    out: list[ast.expr] = []
+    todo: list[ast.expr] = [node]
+    while todo:
+        cur = todo.pop()
+        if isinstance(cur, ast.BinOp) and isinstance(cur.op, ast.Add):
+            todo.append(cur.right)
+            todo.append(cur.left)
+        else:
+            out.append(cur)
+    return out
+
+
+def _string_kind(node: ast.expr, scope: _Scope, depth: int = 0) -> str:
+    """Classify an expression: ``"dynamic"`` string, ``"literal"`` string, or ``"other"``."""
+    if depth > _MAX_EXPR_DEPTH:
+        return "other"
+    if isinstance(node, ast.Constant):
+        return "literal" if isinstance(node.value, str) else "other"
+    if isinstance(node, ast.JoinedStr):
+        placeholder = any(isinstance(v, ast.FormattedValue) for v in node.values)
+        return "dynamic" if placeholder else "literal"
+    if isinstance(node, ast.Name):
+        return scope.string_kind(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        kinds = [(op, _string_kind(op, scope, depth + 1)) for op in _add_operands(node)]
+        if any(k == "dynamic" for _, k in kinds):
+            return "dynamic"
+        if any(k == "literal" for _, k in kinds):
+            if any(k == "other" and not _is_literal(op) for op, k in kinds):
+                return "dynamic"
+            if all(k == "literal" for _, k in kinds):
+                return "literal"
+        return "other"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        left = _string_kind(node.left, scope, depth + 1)
+        if left == "dynamic" or (left == "literal" and not _is_literal(node.right)):
+            return "dynamic"
+        return left
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+    ):
+        receiver = _string_kind(node.func.value, scope, depth + 1)
+        arguments = [*node.args, *(kw.value for kw in node.keywords)]
+        if receiver == "dynamic" or (
+            receiver == "literal" and not all(_is_literal(a) for a in arguments)
+        ):
+            return "dynamic"
+    return "other"
+
+
+def _augmented_kind(old: str, op: ast.operator, value: ast.expr, scope: _Scope) -> str:
+    """The string kind of ``name <op>= value`` given the kind ``name`` had."""
+    if old == "dynamic" and isinstance(op, ast.Add | ast.Mod):
+        return "dynamic"
+    new = _string_kind(value, scope)
+    if isinstance(op, ast.Add):
+        if new == "dynamic" or (old == "literal" and new == "other" and not _is_literal(value)):
+            return "dynamic"
+        return "literal" if old == new == "literal" else "other"
+    if isinstance(op, ast.Mod) and old == "literal":
+        return "literal" if _is_literal(value) else "dynamic"
+    return "other"
+
+
+def _mutable_default(node: ast.expr) -> bool:
+    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _MUTABLE_FACTORIES
+    )
+
+
+def _broad_exception(node: ast.expr | None) -> bool:
+    if node is None:
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in _BROAD_EXCEPTIONS
+    if isinstance(node, ast.Attribute):
+        return (
+            node.attr in _BROAD_EXCEPTIONS
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "builtins"
+        )
+    if isinstance(node, ast.Tuple):
+        return any(_broad_exception(e) for e in node.elts)
+    return False
+
+
+def _swallows(body: Sequence[ast.stmt]) -> bool:
+    return all(
+        isinstance(s, ast.Pass | ast.Continue)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...)
+        for s in body
+    )
+
+
+def _param_names(args: ast.arguments) -> list[str]:
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    params += [a for a in (args.vararg, args.kwarg) if a is not None]
+    return [a.arg for a in params]
+
+
+class _Walker:
+    """One walk over the tree that records imports, calls and constructs.
+
+    The walk uses an explicit stack, not recursion, so that very deep trees
+    (a long ``a + b + ...`` chain) cannot exhaust the interpreter's stack.
+    Children are visited in source order, which the string tracking relies on.
+    """
+
+    def __init__(self) -> None:
+        self.module_scope = _Scope(parent=None)
+        self.imports: list[_Import] = []
+        self.calls: list[_Call] = []
+        self.constructs: dict[str, list[ast.AST]] = {c: [] for c in CONSTRUCT_LABELS}
+        self.flat_imports: dict[str, str] = {}
+        self.bound: set[str] = set()
+
+    def walk(self, tree: ast.Module) -> None:
+        stack: list[_Task] = [(tree, _Ctx(frozenset(), self.module_scope))]
+        while stack:
+            task = stack.pop()
+            if isinstance(task, tuple):
+                stack.extend(reversed(self._visit(*task)))
+            else:
+                task()
+
+    def _visit(self, node: ast.AST, ctx: _Ctx) -> list[_Task]:
+        visitor: Callable[[ast.AST, _Ctx], list[_Task]] | None = getattr(
+            self, f"_visit_{type(node).__name__}", None
+        )
+        return visitor(node, ctx) if visitor is not None else self._children(node, ctx)
+
+    @staticmethod
+    def _children(node: ast.AST, ctx: _Ctx) -> list[_Task]:
+        return [(c, ctx) for c in ast.iter_child_nodes(node) if not isinstance(c, _SKIPPED)]
+
+    def _bind(self, name: str, scope: _Scope) -> None:
+        scope.locals.add(name)
+        self.bound.add(name)
+
+    @staticmethod
+    def _forget(targets: Sequence[ast.AST], scope: _Scope) -> None:
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    scope.strings[sub.id] = "other"
+
+    def _import_binding(self, local: str, qualified: str, scope: _Scope) -> None:
+        scope.imports[local] = qualified
+        self.flat_imports[local] = qualified
+
+    # imports
+
+    def _visit_Import(self, node: ast.Import, ctx: _Ctx) -> list[_Task]:
+        for alias in node.names:
+            self.imports.append(_Import(alias.name, node))
+            if alias.asname:
+                self._import_binding(alias.asname, alias.name, ctx.scope)
+            else:
+                first = alias.name.split(".")[0]
+                self._import_binding(first, first, ctx.scope)
+        return []
+
+    def _visit_ImportFrom(self, node: ast.ImportFrom, ctx: _Ctx) -> list[_Task]:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                self.imports.append(_Import(module, node))
+                self.constructs["star-import"].append(node)
+                continue
+            qualified = f"{module}.{alias.name}" if node.module else module + alias.name
+            self.imports.append(_Import(qualified, node))
+            self._import_binding(alias.asname or alias.name, qualified, ctx.scope)
+        return []
+
+    # calls
+
+    def _visit_Call(self, node: ast.Call, ctx: _Ctx) -> list[_Task]:
+        plain: list[ast.expr] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                break
+            plain.append(arg)
+        keywords: dict[str, ast.expr] = {}
+        kw_splat = False
+        for kw in node.keywords:
+            if kw.arg is not None:
+                keywords[kw.arg] = kw.value
+            elif isinstance(kw.value, ast.Dict) and all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in kw.value.keys
+            ):
+                # A literal dict splat, **{"shell": True}, says what it passes.
+                for key, value in zip(kw.value.keys, kw.value.values, strict=True):
+                    if isinstance(key, ast.Constant):
+                        keywords.setdefault(str(key.value), value)
+            else:
+                kw_splat = True
+        self.calls.append(
+            _Call(
+                node=node,
+                labels=ctx.labels,
+                scope=ctx.scope,
+                plain=plain,
+                star=len(plain) < len(node.args),
+                keywords=keywords,
+                kw_splat=kw_splat,
+                dynamic_pos=tuple(_string_kind(a, ctx.scope) == "dynamic" for a in plain),
+                dynamic_kw={
+                    k: _string_kind(v, ctx.scope) == "dynamic" for k, v in keywords.items()
+                },
+            )
+        )
+        return self._children(node, ctx)
+
+    # scopes
+
+    def _function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ctx: _Ctx
+    ) -> tuple[list[_Task], _Ctx]:
+        """Record defaults; return the tasks evaluated at definition time and the body's context."""
+        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        self.constructs["mutable-default-arg"].extend(d for d in defaults if _mutable_default(d))
+        scope = _Scope(parent=ctx.scope)
+        for name in _param_names(node.args):
+            self._bind(name, scope)
+            scope.strings[name] = "other"
+        labels = {"function"}
+        if isinstance(node, ast.AsyncFunctionDef):
+            labels.add("async-def")
+        outer: list[_Task] = []
+        if not isinstance(node, ast.Lambda):
+            self._bind(node.name, ctx.scope)
+            outer += [(d, ctx) for d in node.decorator_list]
+            if node.returns is not None:
+                outer.append((node.returns, ctx))
+        outer.append((node.args, ctx))
+        return outer, _Ctx(frozenset(labels), scope)
+
+    def _visit_FunctionDef(self, node: ast.FunctionDef, ctx: _Ctx) -> list[_Task]:
+        outer, inner = self._function(node, ctx)
+        return [*outer, *((s, inner) for s in node.body)]
+
+    def _visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef, ctx: _Ctx) -> list[_Task]:
+        outer, inner = self._function(node, ctx)
+        return [*outer, *((s, inner) for s in node.body)]
+
+    def _visit_Lambda(self, node: ast.Lambda, ctx: _Ctx) -> list[_Task]:
+        outer, inner = self._function(node, ctx)
+        return [*outer, (node.body, inner)]
+
+    def _visit_ClassDef(self, node: ast.ClassDef, ctx: _Ctx) -> list[_Task]:
+        self._bind(node.name, ctx.scope)
+        inner = _Ctx(ctx.labels, _Scope(parent=ctx.scope, is_class=True))
+        outer: list[_Task] = [(d, ctx) for d in node.decorator_list]
+        outer += [(b, ctx) for b in node.bases] + [(k, ctx) for k in node.keywords]
+        return [*outer, *((s, inner) for s in node.body)]
+
+    # loops: only what runs on every iteration is "inside" the loop
+
+    def _visit_For(self, node: ast.For | ast.AsyncFor, ctx: _Ctx) -> list[_Task]:
+        loop = ctx.plus("loop")
+        return [
+            (node.iter, ctx),
+            (node.target, ctx),
+            partial(self._forget, [node.target], ctx.scope),
+            *((s, loop) for s in node.body),
+            *((s, ctx) for s in node.orelse),
+        ]
+
+    _visit_AsyncFor = _visit_For
+
+    def _visit_While(self, node: ast.While, ctx: _Ctx) -> list[_Task]:
+        loop = ctx.plus("loop")
+        return [
+            (node.test, loop),
+            *((s, loop) for s in node.body),
+            *((s, ctx) for s in node.orelse),
+        ]
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, ctx: _Ctx
+    ) -> tuple[list[_Task], _Ctx]:
+        loop = _Ctx(ctx.labels | {"loop"}, _Scope(parent=ctx.scope))
+        tasks: list[_Task] = []
+        for i, gen in enumerate(node.generators):
+            # The first iterable is evaluated once, in the enclosing scope.
+            tasks.append((gen.iter, ctx if i == 0 else loop))
+            tasks.append((gen.target, loop))
+            tasks.extend((c, loop) for c in gen.ifs)
+        return tasks, loop
+
+    def _visit_ListComp(self, node: ast.ListComp | ast.SetComp, ctx: _Ctx) -> list[_Task]:
+        tasks, loop = self._comprehension(node, ctx)
+        return [*tasks, (node.elt, loop)]
+
+    _visit_SetComp = _visit_ListComp
+
+    def _visit_GeneratorExp(self, node: ast.GeneratorExp, ctx: _Ctx) -> list[_Task]:
+        tasks, loop = self._comprehension(node, ctx)
+        return [*tasks, (node.elt, loop)]
+
+    def _visit_DictComp(self, node: ast.DictComp, ctx: _Ctx) -> list[_Task]:
+        tasks, loop = self._comprehension(node, ctx)
+        return [*tasks, (node.key, loop), (node.value, loop)]
+
+    # blocks
+
+    def _visit_ExceptHandler(self, node: ast.ExceptHandler, ctx: _Ctx) -> list[_Task]:
+        if node.type is None:
+            self.constructs["bare-except"].append(node)
+        if _broad_exception(node.type) and _swallows(node.body):
+            self.constructs["broad-except-swallow"].append(node)
+        if node.name:
+            self._bind(node.name, ctx.scope)
+            ctx.scope.strings[node.name] = "other"
+        inner = ctx.plus("except-handler")
+        head: list[_Task] = [(node.type, ctx)] if node.type is not None else []
+        return [*head, *((s, inner) for s in node.body)]
+
+    def _visit_With(self, node: ast.With | ast.AsyncWith, ctx: _Ctx) -> list[_Task]:
+        inner = ctx.plus("async-with" if isinstance(node, ast.AsyncWith) else "with")
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        return [
+            *((i, inner) for i in node.items),
+            partial(self._forget, targets, ctx.scope),
+            *((s, inner) for s in node.body),
+        ]
+
+    _visit_AsyncWith = _visit_With
+
+    # bindings
+
+    def _visit_Name(self, node: ast.Name, ctx: _Ctx) -> list[_Task]:
+        if not isinstance(node.ctx, ast.Load):
+            self._bind(node.id, ctx.scope)
+        return []
+
+    def _visit_Assign(self, node: ast.Assign, ctx: _Ctx) -> list[_Task]:
+        kind = _string_kind(node.value, ctx.scope)
+        posts: list[_Task] = []
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                posts.append(partial(ctx.scope.strings.__setitem__, target.id, kind))
+            else:
+                posts.append(partial(self._forget, [target], ctx.scope))
+        return [(node.value, ctx), *((t, ctx) for t in node.targets), *posts]
+
+    def _visit_AnnAssign(self, node: ast.AnnAssign, ctx: _Ctx) -> list[_Task]:
+        tasks = self._children(node, ctx)
+        if isinstance(node.target, ast.Name) and node.value is not None:
+            kind = _string_kind(node.value, ctx.scope)
+            tasks.append(partial(ctx.scope.strings.__setitem__, node.target.id, kind))
+        return tasks
+
+    def _visit_AugAssign(self, node: ast.AugAssign, ctx: _Ctx) -> list[_Task]:
+        tasks = self._children(node, ctx)
+        if isinstance(node.target, ast.Name):
+            old = ctx.scope.string_kind(node.target.id)
+            kind = _augmented_kind(old, node.op, node.value, ctx.scope)
+            tasks.append(partial(ctx.scope.strings.__setitem__, node.target.id, kind))
+        return tasks
+
+    def _visit_NamedExpr(self, node: ast.NamedExpr, ctx: _Ctx) -> list[_Task]:
+        kind = _string_kind(node.value, ctx.scope)
+        return [
+            (node.value, ctx),
+            (node.target, ctx),
+            partial(ctx.scope.strings.__setitem__, node.target.id, kind),
+        ]
+
+    def _visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar, ctx: _Ctx) -> list[_Task]:
+        if node.name:
+            self._bind(node.name, ctx.scope)
+        return self._children(node, ctx)
+
+    _visit_MatchStar = _visit_MatchAs
+
+    def _visit_MatchMapping(self, node: ast.MatchMapping, ctx: _Ctx) -> list[_Task]:
+        if node.rest:
+            self._bind(node.rest, ctx.scope)
+        return self._children(node, ctx)
+
+    # plain constructs
+
+    def _visit_Global(self, node: ast.Global, ctx: _Ctx) -> list[_Task]:
+        self.constructs["global-statement"].append(node)
+        return []
+
+    def _visit_Assert(self, node: ast.Assert, ctx: _Ctx) -> list[_Task]:
+        self.constructs["assert-statement"].append(node)
+        return self._children(node, ctx)
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+class _Analysis:
+    """Everything the rules need about one subject's code, computed once."""
+
+    def __init__(self, code: str, tree: ast.Module) -> None:
+        self.code = code
+        # The parser also ends lines at a lone "\r"; spans are then re-expressed
+        # in the "\n"-counted lines the studio shows.
+        self.line_starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", code))]
+        walker = _Walker()
+        walker.walk(tree)
+        self.flat_imports = walker.flat_imports
+        self.bound = walker.bound
+        self.calls = walker.calls
+        self.constructs = walker.constructs
+        self.imports = walker.imports
+        for call in self.calls:
+            call.name = self.resolve(call.node.func, call.scope)
+            if call.name in _DYNAMIC_IMPORTS:
+                target = call.plain[0] if call.plain else call.keywords.get("name")
+                if isinstance(target, ast.Constant) and isinstance(target.value, str):
+                    self.imports.append(_Import(target.value, call.node))
+        self.imports.sort(key=lambda imp: _position(imp.node))
+        self.calls.sort(key=lambda c: _position(c.node))
+
+    def resolve(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """The dotted name of a Name/Attribute chain, resolved through the imports."""
+        attrs: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            attrs.append(expr.attr)
+            expr = expr.value
+        attrs.reverse()
+        if not isinstance(expr, ast.Name):
+            return "*." + ".".join(attrs) if attrs else None
+        qualified, hidden = scope.binding(expr.id)
+        if qualified is None and not hidden:
+            qualified = self.flat_imports.get(expr.id)
+        if qualified is None:
+            if attrs and (hidden or expr.id in self.bound):
+                return "*." + ".".join(attrs)
+            qualified = expr.id
+        return ".".join([qualified, *attrs])
+
+    def _line_bounds(self, lineno: int) -> tuple[int, int]:
+        """Start offset and end offset (terminator excluded) of a parser line."""
+        index = min(max(lineno, 1), len(self.line_starts)) - 1
+        start = self.line_starts[index]
+        end = self.line_starts[index + 1] if index + 1 < len(self.line_starts) else len(self.code)
+        while end > start and self.code[end - 1] in "\r\n":
+            end -= 1
+        return start, end
+
+    def _offset(self, lineno: int, byte_col: int) -> int:
+        start, end = self._line_bounds(lineno)
+        line = self.code[start:end]
+        if not line.isascii():
+            # ast columns count UTF-8 bytes; spans count characters.
+            prefix = line.encode("utf-8", "surrogatepass")[:byte_col]
+            byte_col = len(prefix.decode("utf-8", "ignore"))
+        return start + min(byte_col, len(line))
+
+    def _range(self, node: ast.AST) -> tuple[int, int, bool]:
+        """Character range of ``node`` clipped to its first line, and whether it was clipped."""
+        lineno, col = _position(node)
+        start = self._offset(lineno, col)
+        end_lineno = getattr(node, "end_lineno", None) or lineno
+        end_col = getattr(node, "end_col_offset", None)
+        if end_lineno != lineno or end_col is None:
+            return start, self._line_bounds(lineno)[1], end_lineno != lineno
+        return start, self._offset(end_lineno, end_col), False
+
+    def span(self, node: ast.AST) -> Span:
+        start, end, _ = self._range(node)
+        return span_from_offsets(self.code, start, end)
+
+    def snippet(self, node: ast.AST, limit: int = 40) -> str:
+        """The source text of ``node`` on its first line, shortened for a reason string."""
+        start, end, clipped = self._range(node)
+        text = self.code[start:end]
+        if len(text) > limit:
+            return text[: limit - 1] + "…"
+        return text + "…" if clipped else text
+
+
+def _analysis_for(subject: Subject) -> _Analysis | CheckResult:
+    """The memoised analysis of ``subject``, or the failed result that replaces it."""
+    cached = subject.cache.get(CACHE_KEY)
+    if isinstance(cached, _Analysis | CheckResult):
+        return cached
+    result: _Analysis | CheckResult
+    tree = subject.tree
+    if isinstance(tree, SyntaxError):
+        result = _parse_failure(subject.code, tree)
+    else:
+        try:
+            result = _Analysis(subject.code, tree)
+        except (RecursionError, MemoryError) as exc:
+            result = CheckResult(passed=False, reason=f"code too complex to analyse: {exc!r}")
+    subject.cache[CACHE_KEY] = result
+    return result
+
+
+def _parse_failure(code: str, error: SyntaxError) -> CheckResult:
+    lineno = error.lineno or 1
+    starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", code))]
+    index = min(max(lineno, 1), len(starts)) - 1
+    line_end = code.find("\n", starts[index])
+    line_end = len(code) if line_end == -1 else line_end
+    start = min(starts[index] + max((error.offset or 1) - 1, 0), line_end)
+    span = span_from_offsets(code, start, start + 1)
+    return CheckResult(
+        passed=False,
+        reason=f"code does not parse: {error.msg} (line {span.line})",
+        evidence=(span,),
+    )
+
+
+# --- the rules --------------------------------------------------------------
+
+
+def _listing(messages: list[str]) -> str:
+    shown = "; ".join(messages[:_MAX_LISTED])
+    more = len(messages) - _MAX_LISTED
+    return f"{shown}; and {more} more" if more > 0 else shown
+
+
+def _unique_spans(analysis: _Analysis, nodes: Iterable[ast.AST]) -> tuple[Span, ...]:
+    seen: dict[int, Span] = {}
+    for node in nodes:
+        seen.setdefault(id(node), analysis.span(node))
+    return tuple(seen.values())
+
+
+def _import_hits(params: Params, analysis: _Analysis) -> list[_Import]:
+    return [
+        imp
+        for imp in analysis.imports
+        if any(_match_import_name(p, imp.module) for p in params.names)
+    ]
+
+
+def _forbid_import(params: Params, analysis: _Analysis) -> CheckResult:
+    hits = _import_hits(params, analysis)
+    if not hits:
+        return CheckResult(passed=True, reason=f"no import of {', '.join(params.names)}")
+    spans = _unique_spans(analysis, (h.node for h in hits))
+    messages = [f"forbidden import {h.module} at line {analysis.span(h.node).line}" for h in hits]
+    return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
+
+
+def _require_import(params: Params, analysis: _Analysis) -> CheckResult:
+    hits = _import_hits(params, analysis)
+    if hits:
+        span = analysis.span(hits[0].node)
+        return CheckResult(
+            passed=True, reason=f"imports {hits[0].module} at line {span.line}", evidence=(span,)
+        )
+    which = "" if len(params.names) == 1 else " (any of)"
+    return CheckResult(
+        passed=False, reason=f"missing required import{which}: {', '.join(params.names)}"
+    )
+
+
+_Argument: TypeAlias = tuple[Literal["present", "absent", "unknown"], ast.expr | None]
+
+
+def _argument(call: _Call, keyword: str, where: Where) -> _Argument:
+    """Find an argument passed by keyword or at its declared positional index."""
+    if keyword in call.keywords:
+        return "present", call.keywords[keyword]
+    index = where.positional.get(keyword)
+    if index is not None:
+        if index < len(call.plain):
+            return "present", call.plain[index]
+        if call.star:
+            return "unknown", None
+    return ("unknown", None) if call.kw_splat else ("absent", None)
+
+
+def _literal(node: ast.expr) -> tuple[bool, LiteralValue]:
+    """The value of a scalar literal (``True``, ``-1``, ``"r"``), without evaluating code."""
+    if not isinstance(node, ast.Constant | ast.UnaryOp):
+        return False, None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+    if value is None or isinstance(value, bool | int | float | str):
+        return True, value
+    return False, None
+
+
+def _same_literal(found: LiteralValue, wanted: LiteralValue) -> bool:
+    # True == 1 in Python; here shell=1 is not shell=True.
+    if isinstance(found, bool) or isinstance(wanted, bool):
+        return type(found) is type(wanted) and found == wanted
+    if isinstance(found, int | float) and isinstance(wanted, int | float):
+        return found == wanted
+    return type(found) is type(wanted) and found == wanted
+
+
+def _is_literal_value(node: ast.expr | None, wanted: LiteralValue) -> bool:
+    if node is None:
+        return False
+    ok, value = _literal(node)
+    return ok and _same_literal(value, wanted)
+
+
+def _in_list(node: ast.expr, entries: list[str], call: _Call, analysis: _Analysis) -> bool:
+    ok, value = _literal(node)
+    if ok:
+        texts = {repr(value)} | ({value} if isinstance(value, str) else set())
+        if texts & set(entries):
+            return True
+    if isinstance(node, ast.Name | ast.Attribute):
+        name = analysis.resolve(node, call.scope)
+        if name is not None:
+            return any(_NAME_PATTERN.fullmatch(e) and _match_call_name(e, name) for e in entries)
+    return False
+
+
+def _dynamic_argument(call: _Call, index: int, where: Where) -> bool:
+    if index < len(call.dynamic_pos):
+        return call.dynamic_pos[index]
+    return any(
+        call.dynamic_kw.get(keyword, False)
+        for keyword, position in where.positional.items()
+        if position == index
+    )
+
+
+def _where_holds(where: Where, call: _Call, analysis: _Analysis) -> bool:
+    """Whether ``call`` meets every condition of ``where``."""
+    for keyword, wanted in where.keyword.items():
+        state, node = _argument(call, keyword, where)
+        if state != "present" or not _is_literal_value(node, wanted):
+            return False
+    for keyword, unwanted in where.keyword_not.items():
+        state, node = _argument(call, keyword, where)
+        if state == "unknown" or _is_literal_value(node, unwanted):
+            return False
+    for keyword in where.missing_keyword:
+        if _argument(call, keyword, where)[0] != "absent":
+            return False
+    for keyword, entries in where.keyword_not_in.items():
+        state, node = _argument(call, keyword, where)
+        if state == "unknown" or (node is not None and _in_list(node, entries, call, analysis)):
+            return False
+    if where.min_args is not None and len(call.plain) < where.min_args:
+        return False
+    if where.max_args is not None and (call.star or len(call.plain) > where.max_args):
+        return False
+    if where.inside is not None and where.inside not in call.labels:
+        return False
+    if where.not_inside is not None and where.not_inside in call.labels:
+        return False
+    return where.arg_dynamic_string is None or _dynamic_argument(
+        call, where.arg_dynamic_string, where
+    )
+
+
+def _call_hits(params: Params, analysis: _Analysis) -> list[_Call]:
+    return [
+        call
+        for call in analysis.calls
+        if call.name is not None
+        and any(_match_call_name(p, call.name) for p in params.names)
+        and (params.where is None or _where_holds(params.where, call, analysis))
+    ]
+
+
+def _describe_call(call: _Call, where: Where | None, analysis: _Analysis) -> str:
+    """``subprocess.run(shell=True)``: the name and the arguments the conditions are about."""
+    name = call.name or ""
+    if name.startswith("*."):
+        name = analysis.snippet(call.node.func)
+    parts: list[str] = []
+    if where is not None:
+        if where.arg_dynamic_string is not None:
+            parts.append("<dynamic string>")
+        keywords = [*where.keyword, *where.keyword_not, *where.keyword_not_in]
+        for keyword in dict.fromkeys(keywords):
+            state, node = _argument(call, keyword, where)
+            if state == "present" and node is not None:
+                parts.append(f"{keyword}={analysis.snippet(node)}")
+    return f"{name}({', '.join(parts)})"
+
+
+def _describe_names(params: Params) -> str:
+    names = ", ".join(params.names)
+    if params.where is None:
+        return names
+    conditions = params.where.model_dump(exclude_defaults=True)
+    return f"{names} where {conditions}"
+
+
+def _forbid_call(params: Params, analysis: _Analysis) -> CheckResult:
+    hits = _call_hits(params, analysis)
+    if not hits:
+        return CheckResult(passed=True, reason=f"no call to {_describe_names(params)}")
+    messages = [
+        f"forbidden call {_describe_call(c, params.where, analysis)} "
+        f"at line {analysis.span(c.node).line}"
+        for c in hits
+    ]
+    spans = _unique_spans(analysis, (c.node for c in hits))
+    return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
+
+
+def _require_call(params: Params, analysis: _Analysis) -> CheckResult:
+    hits = _call_hits(params, analysis)
+    if hits:
+        span = analysis.span(hits[0].node)
+        described = _describe_call(hits[0], params.where, analysis)
+        return CheckResult(
+            passed=True, reason=f"calls {described} at line {span.line}", evidence=(span,)
+        )
+    which = "" if len(params.names) == 1 else " (any of)"
+    return CheckResult(
+        passed=False, reason=f"missing required call{which}: {_describe_names(params)}"
+    )
+
+
+def _forbid_construct(params: Params, analysis: _Analysis) -> CheckResult:
+    construct = params.construct_kind or ""
+    label = CONSTRUCT_LABELS.get(construct, construct)
+    nodes = sorted(analysis.constructs.get(construct, ()), key=_position)
+    if not nodes:
+        return CheckResult(passed=True, reason=f"no {label}")
+    spans = _unique_spans(analysis, nodes)
+    messages = [f"{label} at line {s.line}" for s in spans]
+    return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
+
+
+_RULES: dict[str, Callable[[Params, _Analysis], CheckResult]] = {
+    "forbid-import": _forbid_import,
+    "require-import": _require_import,
+    "forbid-call": _forbid_call,
+    "require-call": _require_call,
+    "forbid-construct": _forbid_construct,
+}
+
+
+@register_check(
+    "python-ast",
+    params=Params,
+    description="Structural rules on the parsed Python code: forbidden or required imports "
+    "and calls (names resolved through imports, optional conditions on arguments and "
+    "context), and forbidden constructs. Comments and strings never count.",
+)
+def run_python_ast(params: Params, subject: Subject) -> CheckResult:
+    """Evaluate a ``python-ast`` check on one subject.
+
+    Args:
+        params: The validated check parameters.
+        subject: The code under test; its parse and analysis are shared through
+            ``subject.cache`` with the other ``python-ast`` checks of the subject.
+
+    Returns:
+        The verdict. Code that does not parse, or is too deeply nested to
+        analyse, is a failed result with a reason; this function does not raise
+        on model output.
+    """
+    analysis = _analysis_for(subject)
+    if isinstance(analysis, CheckResult):
+        return analysis
+    try:
+        return _RULES[params.rule](params, analysis)
+    except (RecursionError, MemoryError) as exc:
+        return CheckResult(passed=False, reason=f"code too complex to analyse: {exc!r}")

@@ -1,0 +1,182 @@
+"""The ``regex`` check kind: a pattern that must not (``forbid``) or must (``require``) match.
+
+Matching is textual. By default a match inside a comment, a docstring or a
+string literal counts, exactly as in the original CVB design: a ``forbid``
+pattern for ``import requests`` also fires on ``# we no longer import
+requests``. Set ``ignore_comments_and_strings: true`` to match only against
+code tokens: comments and string literals (docstrings included) are blanked
+out first, offsets preserved, so evidence still points at the right column.
+When the code cannot be tokenized the raw text is used and the reason says so.
+
+Patterns run under the ``regex`` module's ``timeout=``: a pattern that takes
+longer than ``timeout_s`` on a text is a failed check with that reason, never a
+hang.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from typing import Any, Literal
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from cvb_engine.checks.base import CheckResult, Span, Subject, register_check, span_from_offsets
+
+FLAG_VALUES: dict[str, int] = {
+    "ignorecase": regex.IGNORECASE,
+    "multiline": regex.MULTILINE,
+    "dotall": regex.DOTALL,
+    "verbose": regex.VERBOSE,
+}
+DEFAULT_TIMEOUT_S = 0.1
+MAX_EVIDENCE = 20
+
+
+class Params(BaseModel):
+    """Parameters of a ``regex`` check; exactly one of ``forbid`` and ``require``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    forbid: str | None = Field(default=None, description="a match is a violation")
+    require: str | None = Field(default=None, description="no match is a violation")
+    flags: list[Literal["ignorecase", "multiline", "dotall", "verbose"]] = Field(
+        default_factory=list
+    )
+    scope: Literal["code", "response"] = Field(
+        default="code", description="match against the extracted code or the whole response"
+    )
+    ignore_comments_and_strings: bool = Field(
+        default=False, description="blank out comments and string literals before matching"
+    )
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, le=5)
+
+    @model_validator(mode="after")
+    def _one_pattern(self) -> Params:
+        if (self.forbid is None) == (self.require is None):
+            raise ValueError("give exactly one of 'forbid' and 'require'")
+        return self
+
+    @field_validator("forbid", "require")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                regex.compile(value)
+            except regex.error as exc:
+                raise ValueError(f"pattern does not compile: {exc}") from None
+        return value
+
+    @property
+    def pattern(self) -> str:
+        return self.forbid if self.forbid is not None else str(self.require)
+
+    def compiled(self) -> Any:
+        flags = 0
+        for name in self.flags:
+            flags |= FLAG_VALUES[name]
+        return _compile(self.pattern, flags)
+
+
+_CACHE: dict[tuple[str, int], Any] = {}
+
+
+def _compile(pattern: str, flags: int) -> Any:
+    key = (pattern, flags)
+    compiled = _CACHE.get(key)
+    if compiled is None:
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        compiled = _CACHE[key] = regex.compile(pattern, flags)
+    return compiled
+
+
+# Python 3.12 splits f-strings into START/MIDDLE/END tokens; 3.11 has one STRING.
+_BLANKED_TOKENS = frozenset(
+    {tokenize.COMMENT, tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+)
+
+
+def blank_comments_and_strings(code: str) -> str | None:
+    """Return ``code`` with comments and string literals replaced by spaces.
+
+    Newlines and offsets are kept so that spans found in the result are spans
+    of the original. Returns None when the code cannot be tokenized.
+    """
+    lines = code.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    chars = list(code)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type not in _BLANKED_TOKENS:
+                continue
+            (srow, scol), (erow, ecol) = tok.start, tok.end
+            begin, end = starts[srow - 1] + scol, starts[erow - 1] + ecol
+            for i in range(begin, min(end, len(chars))):
+                if chars[i] != "\n":
+                    chars[i] = " "
+    except (tokenize.TokenError, SyntaxError, IndentationError, ValueError):
+        return None
+    return "".join(chars)
+
+
+def _text_for(params: Params, subject: Subject) -> tuple[str, str]:
+    """The text to match and a note about how it was prepared."""
+    text = subject.text(params.scope)
+    if not params.ignore_comments_and_strings:
+        return text, ""
+    key = f"regex:blanked:{params.scope}"
+    if key not in subject.cache:
+        subject.cache[key] = blank_comments_and_strings(text)
+    blanked = subject.cache[key]
+    if blanked is None:
+        return text, " (code not tokenizable: comments and strings were matched too)"
+    return blanked, ""
+
+
+@register_check(
+    "regex",
+    params=Params,
+    description="A regular expression that must not (forbid) or must (require) match the code "
+    "or the whole response; evaluated with a timeout.",
+)
+def run_regex(params: Params, subject: Subject) -> CheckResult:
+    """Evaluate a regex check. Never raises on model output."""
+    text, note = _text_for(params, subject)
+    compiled = params.compiled()
+    spans: list[Span] = []
+    try:
+        for match in compiled.finditer(text, timeout=params.timeout_s):
+            spans.append(span_from_offsets(text, match.start(), match.end()))
+            if params.require is not None or len(spans) >= MAX_EVIDENCE:
+                break
+    except TimeoutError:
+        return CheckResult(
+            passed=False,
+            reason=f"pattern timed out after {params.timeout_s}s on this text{note}",
+            scope=params.scope,
+            timed_out=True,
+        )
+    if params.forbid is not None:
+        if spans:
+            lines = ", ".join(str(s.line) for s in spans[:5])
+            return CheckResult(
+                passed=False,
+                reason=f"forbidden pattern matched at line {lines}{note}",
+                evidence=tuple(spans),
+                scope=params.scope,
+            )
+        return CheckResult(
+            passed=True, reason=f"forbidden pattern absent{note}", scope=params.scope
+        )
+    if spans:
+        return CheckResult(
+            passed=True,
+            reason=f"required pattern found at line {spans[0].line}{note}",
+            evidence=tuple(spans),
+            scope=params.scope,
+        )
+    return CheckResult(passed=False, reason=f"required pattern not found{note}", scope=params.scope)

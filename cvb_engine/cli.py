@@ -1,0 +1,241 @@
+"""The ``cvb`` command (DESIGN §8)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import col, select
+
+from cvb_engine import lint as lint_mod
+from cvb_engine.metrics import summarize, summarize_rows
+from cvb_engine.report import markdown, records_csv
+from cvb_engine.results import (
+    ResultsFileError,
+    db_tallies,
+    export_results,
+    iter_run_records,
+    load_results_file,
+    rows_from_results,
+    save_scores,
+    write_json_atomic,
+    write_text_atomic,
+)
+from cvb_engine.scenario import ScenarioError, load_library
+from cvb_engine.scoring import score_response
+from cvb_engine.store import Record, Run, database_url, session_scope
+
+Handler = Callable[[argparse.Namespace], int]
+_COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler]] = {}
+
+
+def command(
+    name: str, setup: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[Handler], Handler]:
+    """Register a subcommand: its argument setup and its handler."""
+
+    def decorate(fn: Handler) -> Handler:
+        _COMMANDS[name] = (setup, fn)
+        return fn
+
+    return decorate
+
+
+class CliError(Exception):
+    """A user-facing error: printed as ``cvb: message`` with exit status 2."""
+
+
+# --------------------------------------------------------------------------- lint
+
+
+def _lint_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", default=["scenarios"], help="files or directories")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--shipped",
+        action="store_true",
+        default=None,
+        help="apply the shipped-set rules (exactly 5 per category is an error); default for directories",
+    )
+    mode.add_argument(
+        "--authoring",
+        dest="shipped",
+        action="store_false",
+        help="the per-category count is a warning, as while authoring",
+    )
+    p.add_argument("--quiet", action="store_true", help="print errors only")
+
+
+@command("lint", _lint_args)
+def cmd_lint(args: argparse.Namespace) -> int:
+    """Lint scenario files: file:line: CODE message; exit 1 on any error."""
+    findings = lint_mod.lint_paths(args.paths, shipped=args.shipped)
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = len(findings) - errors
+    for f in findings:
+        if f.severity == "error" or not args.quiet:
+            print(f)
+    files = len(lint_mod.discover(args.paths))
+    print(f"{files} file(s): {errors} error(s), {warnings} warning(s)", file=sys.stderr)
+    return 1 if errors else 0
+
+
+# --------------------------------------------------------------------------- score
+
+
+def _score_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_id", nargs="?", help="run to re-score (default: the latest)")
+    p.add_argument("--scenarios", default="scenarios", help="scenario directory")
+    p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+
+
+def _latest_run_id(db: str | None) -> str:
+    with session_scope(db) as session:
+        run = session.exec(select(Run).order_by(col(Run.created).desc())).first()
+        if run is None:
+            raise CliError(f"no runs in {_safe_url(db)}; start one with `cvb run`")
+        return run.id
+
+
+def _safe_url(db: str | None) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(database_url(db)).render_as_string(hide_password=True)
+
+
+@command("score", _score_args)
+def cmd_score(args: argparse.Namespace) -> int:
+    """Re-score stored outputs with the current checks (no API call)."""
+    library = _library(args.scenarios)
+    run_id = args.run_id or _latest_run_id(args.db)
+    scored = changed = missing = 0
+    with session_scope(args.db) as session:
+        if session.get(Run, run_id) is None:
+            raise CliError(f"no run {run_id!r} in {_safe_url(args.db)}")
+        ids = [r.id for r in iter_run_records(session, run_id) if r.status == "ok"]
+        for rid in ids:
+            record = session.get(Record, rid)
+            assert record is not None
+            item = library.get(record.scenario_id)
+            if item is None:
+                missing += 1
+                continue
+            if item.sha256 != record.scenario_sha256:
+                changed += 1
+            save_scores(session, record, score_response(item.scenario, record.response or ""))
+            scored += 1
+            if scored % 500 == 0:
+                session.commit()
+        session.commit()
+    print(f"re-scored {scored} record(s) of run {run_id}")
+    if changed:
+        print(f"  {changed} with a scenario file that changed since generation (provenance kept)")
+    if missing:
+        print(f"  {missing} skipped: their scenario is not in {args.scenarios}")
+    return 0
+
+
+def _library(path: str) -> dict[str, Any]:
+    try:
+        return load_library(path)
+    except ScenarioError as exc:
+        raise CliError(f"scenarios do not load:\n{exc}") from None
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", nargs="?", help="RUN_ID or FILE.json (default: the latest run)")
+    p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+    p.add_argument("--markdown", metavar="F", help="write the Markdown report to F")
+    p.add_argument("--json", metavar="F", help="write the results file to F")
+    p.add_argument("--csv", metavar="F", help="write one CSV row per record to F")
+
+
+@command("report", _report_args)
+def cmd_report(args: argparse.Namespace) -> int:
+    """Report a stored run or a results file: Markdown, JSON, CSV."""
+    target = args.target
+    if target and (target.endswith(".json") or Path(target).is_file()):
+        try:
+            data = load_results_file(target)
+        except ResultsFileError as exc:
+            raise CliError(str(exc)) from None
+        summary = summarize_rows(rows_from_results(data))
+        run_id = str((data.get("run") or {}).get("id", Path(target).stem))
+    else:
+        run_id = target or _latest_run_id(args.db)
+        with session_scope(args.db) as session:
+            if session.get(Run, run_id) is None:
+                raise CliError(
+                    f"no run {run_id!r} in {_safe_url(args.db)} (and no file {target!r})"
+                )
+            summary = summarize(*db_tallies(session, [run_id]))
+            data = export_results(session, run_id) if (args.json or args.csv) else {}
+    meta = {"run": run_id, "prompt version": data.get("prompt_version", "–") if data else "–"}
+    if not data:
+        meta.pop("prompt version")
+    text = markdown(summary, title=f"CVB results: {run_id}", meta=meta)
+    if args.markdown:
+        write_text_atomic(args.markdown, text + "\n")
+    if args.json:
+        write_json_atomic(args.json, data)
+    if args.csv:
+        write_text_atomic(args.csv, records_csv(data["records"]))
+    if not (args.markdown or args.json or args.csv):
+        print(text)
+    else:
+        for flag, path in (("markdown", args.markdown), ("json", args.json), ("csv", args.csv)):
+            if path:
+                print(f"wrote {flag}: {path}")
+    return 0
+
+
+# --------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cvb", description="Constraint-Violation Benchmark: lint, run, score, report."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _load_plugins()
+    for name, (setup, handler) in _COMMANDS.items():
+        doc = (handler.__doc__ or "").strip().splitlines()
+        p = sub.add_parser(name, help=doc[0] if doc else None)
+        setup(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def _load_plugins() -> None:
+    """Import modules that add subcommands of their own (they register on import)."""
+    import importlib
+
+    for module in ("cvb_engine.runner",):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except CliError as exc:
+        print(f"cvb: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("cvb: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

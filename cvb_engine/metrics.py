@@ -1,0 +1,249 @@
+"""Metrics of DESIGN §7, as pure functions over counts.
+
+Everything is computed from *tallies* — counts per (model, arm, scenario) and
+per (model, arm, scenario, constraint) — so the same code serves a results
+file read into memory and a database aggregated with ``GROUP BY`` (the studio
+at 100,000 records never loads response texts to draw a chart).
+
+Definitions:
+
+* strict accuracy (model, arm) = strictly accurate records / scored records;
+* per-constraint accuracy (model, arm) = honored (record, constraint) pairs / all pairs;
+* gap (model) = strict(mandated) − strict(incentivized), with a 95% CI from a
+  paired bootstrap over scenarios: each resample draws scenarios with
+  replacement and recomputes both arms' strict accuracy on the same draw;
+* error records are excluded from every denominator and counted apart.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 20260729
+CI_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class RecordRow:
+    """The part of a record that metrics need."""
+
+    model: str
+    scenario_id: str
+    category: str
+    arm: str
+    status: str
+    strict: bool | None
+    constraints: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Counts for one (model, arm, scenario)."""
+
+    model: str
+    arm: str
+    scenario_id: str
+    category: str
+    n_scored: int
+    n_strict: int
+    n_errors: int
+
+
+@dataclass(frozen=True)
+class ConstraintTally:
+    """Counts for one (model, arm, scenario, constraint)."""
+
+    model: str
+    arm: str
+    scenario_id: str
+    category: str
+    constraint_id: str
+    n: int
+    n_honored: int
+
+
+@dataclass(frozen=True)
+class Rate:
+    """k successes out of n scored (errors counted apart, not in n)."""
+
+    k: int
+    n: int
+    errors: int = 0
+
+    @property
+    def value(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    def __add__(self, other: Rate) -> Rate:
+        return Rate(self.k + other.k, self.n + other.n, self.errors + other.errors)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a bootstrap confidence interval."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n_units: int  # scenarios (gap) or problems (IVR) that entered the bootstrap
+
+
+@dataclass
+class Summary:
+    models: list[str]
+    arms: list[str]
+    categories: list[str]
+    strict: dict[tuple[str, str], Rate]
+    constraint: dict[tuple[str, str], Rate]
+    by_category: dict[tuple[str, str, str], Rate]
+    by_scenario: dict[tuple[str, str, str], Rate]
+    by_constraint: dict[tuple[str, str, str, str], Rate]
+    gap: dict[str, Interval]
+    category_gap: dict[tuple[str, str], Interval]
+
+
+ARM_ORDER = ("cold", "mandated", "incentivized")
+
+
+def tally(rows: Iterable[RecordRow]) -> tuple[list[Tally], list[ConstraintTally]]:
+    """Aggregate records into per-scenario and per-constraint counts."""
+    cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    pairs: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        key = (r.model, r.arm, r.scenario_id, r.category)
+        counts = cells[key]
+        if r.status != "ok" or r.strict is None:
+            counts[2] += 1
+            continue
+        counts[0] += 1
+        counts[1] += bool(r.strict)
+        for cid, honored in r.constraints.items():
+            pair = pairs[(*key, cid)]
+            pair[0] += 1
+            pair[1] += bool(honored)
+    tallies = [Tally(m, a, s, c, n, k, e) for (m, a, s, c), (n, k, e) in cells.items()]
+    ctallies = [
+        ConstraintTally(m, a, s, c, cid, n, k) for (m, a, s, c, cid), (n, k) in pairs.items()
+    ]
+    return tallies, ctallies
+
+
+def _ordered_arms(arms: Iterable[str]) -> list[str]:
+    present = set(arms)
+    return [a for a in ARM_ORDER if a in present] + sorted(present - set(ARM_ORDER))
+
+
+def paired_bootstrap_gap(
+    k_a: np.ndarray,
+    n_a: np.ndarray,
+    k_b: np.ndarray,
+    n_b: np.ndarray,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float | None, float | None]:
+    """95% CI of sum(k_a)/sum(n_a) − sum(k_b)/sum(n_b), resampling units (rows) in pairs."""
+    units = len(k_a)
+    if units == 0:
+        return None, None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, units, size=(resamples, units))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diffs = k_a[idx].sum(axis=1) / n_a[idx].sum(axis=1) - k_b[idx].sum(axis=1) / n_b[idx].sum(
+            axis=1
+        )
+    diffs = diffs[np.isfinite(diffs)]
+    if diffs.size == 0:
+        return None, None
+    alpha = (1 - CI_LEVEL) / 2
+    low, high = np.quantile(diffs, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def _gap(
+    tallies: list[Tally], *, a: str = "mandated", b: str = "incentivized", seed: int
+) -> Interval:
+    per: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    for t in tallies:
+        if t.arm in (a, b):
+            k, n = per[t.scenario_id].get(t.arm, (0, 0))
+            per[t.scenario_id][t.arm] = (k + t.n_strict, n + t.n_scored)
+    scenarios = sorted(s for s, arms in per.items() if any(n for _, n in arms.values()))
+    k_a = np.array([per[s].get(a, (0, 0))[0] for s in scenarios], dtype=np.int64)
+    n_a = np.array([per[s].get(a, (0, 0))[1] for s in scenarios], dtype=np.int64)
+    k_b = np.array([per[s].get(b, (0, 0))[0] for s in scenarios], dtype=np.int64)
+    n_b = np.array([per[s].get(b, (0, 0))[1] for s in scenarios], dtype=np.int64)
+    if n_a.sum() == 0 or n_b.sum() == 0:
+        return Interval(None, None, None, len(scenarios))
+    value = float(k_a.sum() / n_a.sum() - k_b.sum() / n_b.sum())
+    low, high = paired_bootstrap_gap(k_a, n_a, k_b, n_b, seed=seed)
+    return Interval(value, low, high, len(scenarios))
+
+
+def summarize(
+    tallies: list[Tally],
+    ctallies: list[ConstraintTally],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+) -> Summary:
+    """Every CVB metric from the tallies."""
+    strict: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
+    by_category: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
+    by_scenario: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
+    for t in tallies:
+        rate = Rate(t.n_strict, t.n_scored, t.n_errors)
+        strict[(t.model, t.arm)] += rate
+        by_category[(t.model, t.arm, t.category)] += rate
+        by_scenario[(t.model, t.arm, t.scenario_id)] += rate
+    constraint: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
+    by_constraint: dict[tuple[str, str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
+    for c in ctallies:
+        rate = Rate(c.n_honored, c.n)
+        constraint[(c.model, c.arm)] += rate
+        by_constraint[(c.model, c.arm, c.scenario_id, c.constraint_id)] += rate
+    models = sorted({t.model for t in tallies})
+    categories = sorted({t.category for t in tallies})
+    gap = {m: _gap([t for t in tallies if t.model == m], seed=seed) for m in models}
+    category_gap = {
+        (m, cat): _gap([t for t in tallies if t.model == m and t.category == cat], seed=seed)
+        for m in models
+        for cat in categories
+    }
+    return Summary(
+        models=models,
+        arms=_ordered_arms(t.arm for t in tallies),
+        categories=categories,
+        strict=dict(strict),
+        constraint=dict(constraint),
+        by_category=dict(by_category),
+        by_scenario=dict(by_scenario),
+        by_constraint=dict(by_constraint),
+        gap=gap,
+        category_gap=category_gap,
+    )
+
+
+def summarize_rows(rows: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> Summary:
+    tallies, ctallies = tally(rows)
+    return summarize(tallies, ctallies, seed=seed)
+
+
+def honored_only_when_ordered(summary: Summary) -> list[tuple[str, str, str, float, float]]:
+    """Constraints honored more often under orders than as memory, largest difference first.
+
+    Returns (model, scenario_id, constraint_id, mandated rate, incentivized rate).
+    """
+    out = []
+    for (model, arm, sid, cid), rate in summary.by_constraint.items():
+        if arm != "mandated" or rate.value is None:
+            continue
+        inc = summary.by_constraint.get((model, "incentivized", sid, cid))
+        if inc is None or inc.value is None or inc.value >= rate.value:
+            continue
+        out.append((model, sid, cid, rate.value, inc.value))
+    return sorted(out, key=lambda x: (x[4] - x[3], x[0], x[1], x[2]))

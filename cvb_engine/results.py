@@ -1,0 +1,328 @@
+"""Records in and out: scores into the store, tallies out of it, and the results file.
+
+The results file (``cvb-results/1``) is the interchange format of DESIGN §6::
+
+    {"format": "cvb-results/1", "prompt_version": "2.0",
+     "run": {"id": ..., "started": ..., "params": {...}},
+     "records": [{"model", "scenario_id", "scenario_version", "category", "arm", "rep",
+                  "status", "error", "response", "code", "latency_s", "usage",
+                  "constraints": {cid: {"honored", "checks": [...]}}, "strict",
+                  "stated_passed", ...provenance}]}
+
+An error record (``status: "error"``) carries no ``constraints`` and no ``strict``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import case, func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, delete, select
+
+from cvb_engine.metrics import ConstraintTally, RecordRow, Tally
+from cvb_engine.scoring import Scored
+from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, utcnow
+
+RESULTS_FORMAT = "cvb-results/1"
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be read; the message names the file and the field."""
+
+
+def save_scores(session: Session, record: Record, scored: Scored) -> None:
+    """Write ``scored`` onto ``record`` (replacing earlier scores). Does not commit."""
+    assert record.id is not None, "flush the record before scoring it"
+    session.exec(delete(CheckOutcome).where(col(CheckOutcome.record_id) == record.id))
+    session.exec(delete(ConstraintResult).where(col(ConstraintResult.record_id) == record.id))
+    for verdict in scored.constraints:
+        session.add(
+            ConstraintResult(
+                record_id=record.id, constraint_id=verdict.constraint_id, honored=verdict.honored
+            )
+        )
+        for index, check in enumerate(verdict.checks):
+            session.add(
+                CheckOutcome(
+                    record_id=record.id,
+                    constraint_id=verdict.constraint_id,
+                    check_index=index,
+                    check_id=check.check_id,
+                    kind=check.kind,
+                    passed=check.result.passed,
+                    reason=check.result.reason,
+                    scope=check.result.scope,
+                    evidence_json=json.dumps([s.as_dict() for s in check.result.evidence]),
+                )
+            )
+    record.code = scored.code
+    record.strict = scored.strict
+    record.stated_passed = scored.stated_passed
+    record.n_constraints = len(scored.constraints)
+    record.n_honored = scored.n_honored
+    record.scored_at = utcnow()
+    session.add(record)
+
+
+def constraint_details(session: Session, record_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The ``constraints`` object of the results file for each record id."""
+    out: dict[int, dict[str, Any]] = {rid: {} for rid in record_ids}
+    for chunk_start in range(0, len(record_ids), 500):
+        chunk = record_ids[chunk_start : chunk_start + 500]
+        outcomes = session.exec(
+            select(CheckOutcome)
+            .where(col(CheckOutcome.record_id).in_(chunk))
+            .order_by(col(CheckOutcome.record_id), col(CheckOutcome.id))
+        )
+        for o in outcomes:
+            entry = out[o.record_id].setdefault(o.constraint_id, {"honored": True, "checks": []})
+            entry["checks"].append(
+                {
+                    "id": o.check_id,
+                    "kind": o.kind,
+                    "passed": o.passed,
+                    "reason": o.reason,
+                    "scope": o.scope,
+                    "evidence": o.evidence,
+                }
+            )
+            entry["honored"] = entry["honored"] and o.passed
+    return out
+
+
+def record_dict(record: Record, constraints: dict[str, Any] | None) -> dict[str, Any]:
+    ok = record.status == "ok"
+    return {
+        "model": record.model,
+        "scenario_id": record.scenario_id,
+        "scenario_version": record.scenario_version,
+        "category": record.category,
+        "arm": record.arm,
+        "rep": record.rep,
+        "status": record.status,
+        "error": record.error,
+        "response": record.response,
+        "code": record.code,
+        "latency_s": record.latency_s,
+        "usage": {
+            "prompt_tokens": record.prompt_tokens,
+            "completion_tokens": record.completion_tokens,
+        },
+        "finish_reason": record.finish_reason,
+        "attempts": record.attempts,
+        "constraints": constraints if ok else None,
+        "strict": record.strict if ok else None,
+        "stated_passed": record.stated_passed if ok else None,
+        "prompt_version": record.prompt_version,
+        "messages_sha256": record.messages_sha256,
+        "scenario_sha256": record.scenario_sha256,
+    }
+
+
+def iter_run_records(session: Session, run_id: str, batch: int = 1000) -> Iterator[Record]:
+    """Records of a run in matrix order, fetched in batches (bounded memory)."""
+    last = 0
+    while True:
+        rows = list(
+            session.exec(
+                select(Record)
+                .where(Record.run_id == run_id, col(Record.id) > last)
+                .order_by(col(Record.id))
+                .limit(batch)
+            )
+        )
+        if not rows:
+            return
+        yield from rows
+        last = rows[-1].id or last
+
+
+def export_results(session: Session, run_id: str) -> dict[str, Any]:
+    """The results file for one stored run."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise KeyError(run_id)
+    records: list[dict[str, Any]] = []
+    batch: list[Record] = []
+
+    def flush() -> None:
+        details = constraint_details(session, [r.id for r in batch if r.id is not None])
+        records.extend(record_dict(r, details.get(r.id or -1)) for r in batch)
+        batch.clear()
+
+    for record in iter_run_records(session, run_id):
+        batch.append(record)
+        if len(batch) >= 500:
+            flush()
+    flush()
+    records.sort(key=lambda r: (r["model"], r["scenario_id"], r["arm"], r["rep"]))
+    return {
+        "format": RESULTS_FORMAT,
+        "prompt_version": run.prompt_version,
+        "run": {"id": run.id, "started": _iso(run.created), "params": run.params},
+        "records": records,
+    }
+
+
+def _iso(moment: datetime) -> str:
+    if moment.tzinfo is None:  # SQLite hands back naive values; they were stored as UTC
+        moment = moment.replace(tzinfo=UTC)
+    return moment.isoformat()
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write JSON next to ``path`` and rename it into place (never a half-written file)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False, indent=1)
+            fh.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_REQUIRED_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "model": str,
+    "scenario_id": str,
+    "category": str,
+    "arm": str,
+    "rep": int,
+    "status": str,
+}
+
+
+def load_results_file(path: str | Path) -> dict[str, Any]:
+    """Read and validate a results file; errors name the file and the field."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ResultsFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{p}: not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{p}: top level: expected an object")
+    if data.get("format") != RESULTS_FORMAT:
+        raise ResultsFileError(
+            f"{p}: format: expected {RESULTS_FORMAT!r}, found {data.get('format')!r}"
+        )
+    records = data.get("records")
+    if not isinstance(records, list):
+        raise ResultsFileError(f"{p}: records: expected a list")
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise ResultsFileError(f"{p}: records[{i}]: expected an object")
+        for name, typ in _REQUIRED_RECORD_FIELDS.items():
+            if not isinstance(rec.get(name), typ) or isinstance(rec.get(name), bool):
+                raise ResultsFileError(
+                    f"{p}: records[{i}].{name}: expected {getattr(typ, '__name__', typ)}, "
+                    f"found {rec.get(name)!r}"
+                )
+        if rec["status"] not in ("ok", "error"):
+            raise ResultsFileError(f"{p}: records[{i}].status: expected 'ok' or 'error'")
+        if rec["status"] == "ok":
+            if not isinstance(rec.get("strict"), bool):
+                raise ResultsFileError(f"{p}: records[{i}].strict: expected true or false")
+            cons = rec.get("constraints")
+            if not isinstance(cons, dict) or not all(
+                isinstance(v, dict) and isinstance(v.get("honored"), bool) for v in cons.values()
+            ):
+                raise ResultsFileError(
+                    f"{p}: records[{i}].constraints: expected an object of {{honored: bool}}"
+                )
+    return data
+
+
+def rows_from_results(data: dict[str, Any]) -> list[RecordRow]:
+    return [
+        RecordRow(
+            model=r["model"],
+            scenario_id=r["scenario_id"],
+            category=r["category"],
+            arm=r["arm"],
+            status=r["status"],
+            strict=r.get("strict") if r["status"] == "ok" else None,
+            constraints={k: v["honored"] for k, v in (r.get("constraints") or {}).items()},
+        )
+        for r in data["records"]
+    ]
+
+
+def db_tallies(
+    session: Session, run_ids: Iterable[str]
+) -> tuple[list[Tally], list[ConstraintTally]]:
+    """Per-scenario and per-constraint counts, aggregated in the database."""
+    ids = list(run_ids)
+    scored = (col(Record.status) == "ok") & col(Record.strict).is_not(None)
+    n_scored = func.sum(case((scored, 1), else_=0))
+    n_strict = func.sum(case((scored & (col(Record.strict).is_(True)), 1), else_=0))
+    n_errors = func.sum(case((scored, 0), else_=1))
+    stmt = (
+        sa_select(
+            col(Record.model),
+            col(Record.arm),
+            col(Record.scenario_id),
+            col(Record.category),
+            n_scored,
+            n_strict,
+            n_errors,
+        )
+        .where(col(Record.run_id).in_(ids))
+        .group_by(Record.model, Record.arm, Record.scenario_id, Record.category)
+    )
+    tallies = [
+        Tally(m, a, s, c, int(n or 0), int(k or 0), int(e or 0))
+        for m, a, s, c, n, k, e in session.execute(stmt)
+    ]
+    honored = func.sum(case((col(ConstraintResult.honored).is_(True), 1), else_=0))
+    cstmt = (
+        sa_select(
+            col(Record.model),
+            col(Record.arm),
+            col(Record.scenario_id),
+            col(Record.category),
+            col(ConstraintResult.constraint_id),
+            func.count(),
+            honored,
+        )
+        .join(ConstraintResult, col(ConstraintResult.record_id) == col(Record.id))
+        .where(col(Record.run_id).in_(ids), scored)
+        .group_by(
+            Record.model,
+            Record.arm,
+            Record.scenario_id,
+            Record.category,
+            ConstraintResult.constraint_id,
+        )
+    )
+    ctallies = [
+        ConstraintTally(m, a, s, c, cid, int(n), int(k or 0))
+        for m, a, s, c, cid, n, k in session.execute(cstmt)
+    ]
+    return tallies, ctallies

@@ -1,0 +1,990 @@
+"""The runner: models × scenarios × arms × repetitions against an OpenAI-compatible endpoint.
+
+Guarantees:
+
+* **Nothing lost.** Every finished request is scored and committed as soon as
+  it arrives (a writer thread drains what has arrived in one transaction), so
+  a ``kill -9`` loses at most the requests in flight.
+* **Nothing twice.** A cell (run, model, scenario, arm, rep) is unique in the
+  store; re-running a run id sends only the cells without a successful record
+  and overwrites error records in place.
+* **Nothing mixed.** A run id is bound to its matrix (models, scenario
+  versions, arms, repetitions, sampling parameters, prompt version); a
+  different matrix under the same id is refused.
+* **API failures are not violations.** 429 (honouring ``Retry-After`` up to a
+  cap), 5xx, timeouts, dropped connections, malformed bodies, empty content
+  and empty ``choices`` are retried with backoff; what still fails becomes an
+  error record, excluded from accuracy.
+
+``python -m cvb_engine.runner`` takes the same arguments as ``cvb run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import queue
+import random
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import httpx2
+import openai
+from sqlalchemy import select as sa_select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from cvb_engine import cli
+from cvb_engine.endpoints import (
+    DEFAULT_MODEL_COUNT,
+    MODEL_PREFERENCE,
+    Endpoint,
+    EndpointError,
+    choose_models,
+    read_key,
+    resolve,
+    scrub,
+)
+from cvb_engine.prompts import PROMPT_VERSION, Message, build_messages, messages_sha256
+from cvb_engine.results import export_results, save_scores, write_json_atomic
+from cvb_engine.scenario import (
+    ARMS,
+    CVB_CATEGORIES,
+    LoadedScenario,
+    ScenarioError,
+    load_library,
+)
+from cvb_engine.scoring import score_response
+from cvb_engine.store import Record, Run, database_url, get_engine, redact_params, utcnow
+
+Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
+
+DEFAULTS: dict[str, Any] = {
+    "runs": 3,
+    "temperature": 0.0,
+    "max_tokens": 1024,
+    "seed": 20260729,
+    "concurrency": 8,
+    "timeout_s": 60.0,
+    "max_attempts": 5,
+    "retry_after_cap_s": 60.0,
+}
+HEARTBEAT_S = 2.0
+
+
+class RunError(Exception):
+    """A run that cannot start or go on, with a message for the user."""
+
+
+# --------------------------------------------------------------------------- matrix
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """What a run id is bound to."""
+
+    models: list[str]
+    scenarios: dict[str, dict[str, Any]]  # id → {version, sha256, category}
+    arms: list[str]
+    runs: int
+    temperature: float
+    max_tokens: int
+    seed: int | None
+    prompt_version: str = PROMPT_VERSION
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "models": self.models,
+            "scenarios": self.scenarios,
+            "arms": self.arms,
+            "runs": self.runs,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "prompt_version": self.prompt_version,
+        }
+
+    @property
+    def sha256(self) -> str:
+        blob = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def cells(self) -> list[Cell]:
+        # Repetition-major, then scenario, arm, model: a live view sees every
+        # arm and model fill up together instead of one after another.
+        return [
+            (model, sid, arm, rep)
+            for rep in range(self.runs)
+            for sid in sorted(self.scenarios)
+            for arm in self.arms
+            for model in self.models
+        ]
+
+    @property
+    def size(self) -> int:
+        return len(self.models) * len(self.scenarios) * len(self.arms) * self.runs
+
+
+def diff_matrices(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if key == "scenarios":
+            o, n = old.get(key) or {}, new.get(key) or {}
+            added = sorted(set(n) - set(o))
+            removed = sorted(set(o) - set(n))
+            changed = sorted(s for s in set(o) & set(n) if o[s] != n[s])
+            parts = [f"added {added}" if added else "", f"removed {removed}" if removed else ""]
+            parts.append(f"changed files {changed}" if changed else "")
+            out.append("scenarios: " + "; ".join(p for p in parts if p))
+        else:
+            out.append(f"{key}: {old.get(key)!r} → {new.get(key)!r}")
+    return out
+
+
+def select_scenarios(
+    library: dict[str, LoadedScenario],
+    categories: list[str] | None,
+    only: list[str] | None,
+) -> dict[str, LoadedScenario]:
+    """The scenarios a run covers: by id, by category, or by default the CVB set
+    (the IVR pack runs when asked for, or when it is all there is)."""
+    if only:
+        missing = [s for s in only if s not in library]
+        if missing:
+            raise RunError(f"unknown scenario id(s): {', '.join(missing)}")
+        return {s: library[s] for s in only}
+    if categories:
+        picked = {k: v for k, v in library.items() if v.scenario.category in categories}
+    elif any(v.scenario.category in CVB_CATEGORIES for v in library.values()):
+        picked = {k: v for k, v in library.items() if v.scenario.category in CVB_CATEGORIES}
+    else:
+        picked = dict(library)
+    if not picked:
+        raise RunError("no scenarios selected")
+    return picked
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass
+class Progress:
+    """Counters a progress display reads."""
+
+    total: int
+    skipped: int = 0
+    ok: int = 0
+    errors: int = 0
+    started: float = field(default_factory=time.monotonic)
+    last_error: str | None = None
+
+    @property
+    def done(self) -> int:
+        return self.ok + self.errors
+
+    @property
+    def rate(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        remaining = self.total - self.done
+        return remaining / self.rate if self.rate > 0 else None
+
+
+def _fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    seconds = int(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+class TerminalProgress:
+    """A one-line progress bar on a terminal; plain periodic lines otherwise."""
+
+    def __init__(self, stream: TextIO = sys.stderr, *, tty: bool | None = None) -> None:
+        self.stream = stream
+        self.tty = stream.isatty() if tty is None else tty
+        self._last = 0.0
+        self._last_pct = -1
+
+    def __call__(self, p: Progress, final: bool = False) -> None:
+        now = time.monotonic()
+        pct = int(100 * p.done / p.total) if p.total else 100
+        if self.tty:
+            if not final and now - self._last < 0.1:
+                return
+            width = 30
+            filled = int(width * p.done / p.total) if p.total else width
+            bar = "█" * filled + "·" * (width - filled)
+            line = (
+                f"\r[{bar}] {p.done}/{p.total} ok {p.ok} err {p.errors} "
+                f"| {p.rate:.1f} calls/s | ETA {_fmt_eta(p.eta_s)} "
+            )
+            self.stream.write(line + ("\n" if final else ""))
+        else:
+            step = pct // 10
+            if not final and step == self._last_pct and now - self._last < 30:
+                return
+            self._last_pct = step
+            self.stream.write(
+                f"progress {p.done}/{p.total} ({pct}%) ok={p.ok} errors={p.errors} "
+                f"rate={p.rate:.1f}/s eta={_fmt_eta(p.eta_s)}\n"
+            )
+        self._last = now
+        self.stream.flush()
+
+
+# --------------------------------------------------------------------------- writer
+
+
+@dataclass
+class Finished:
+    """One finished request, on its way to the store."""
+
+    cell: Cell
+    status: str
+    response: str | None
+    error: str | None
+    latency_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str | None
+    attempts: int
+    messages_sha256: str
+
+
+class Writer(threading.Thread):
+    """Scores finished requests and commits them, off the event loop.
+
+    It takes whatever has arrived (up to ``batch`` items) and commits it in one
+    transaction, so under light load each record is its own commit and under
+    heavy load commits keep pace without a queue building up.
+    """
+
+    def __init__(
+        self, url: str, run_id: str, library: dict[str, LoadedScenario], batch: int = 64
+    ) -> None:
+        super().__init__(name="cvb-writer", daemon=True)
+        self.url = url
+        self.run_id = run_id
+        self.library = library
+        self.batch = batch
+        self.inbox: queue.Queue[Finished | None] = queue.Queue()
+        self.failure: BaseException | None = None
+        self.written = 0
+        self._last_beat = 0.0
+
+    def run(self) -> None:
+        engine = get_engine(self.url)
+        try:
+            with Session(engine, expire_on_commit=False) as session:
+                while True:
+                    item = self.inbox.get()
+                    items = [item]
+                    while len(items) < self.batch:
+                        try:
+                            items.append(self.inbox.get_nowait())
+                        except queue.Empty:
+                            break
+                    stop = None in items
+                    self._write(session, [i for i in items if i is not None])
+                    if stop:
+                        return
+        except BaseException as exc:  # surfaced by the runner
+            self.failure = exc
+
+    def _write(self, session: Session, items: list[Finished]) -> None:
+        if not items:
+            return
+        try:
+            for item in items:
+                self._store(session, item)
+            self._heartbeat(session)
+            session.commit()
+        except IntegrityError:
+            # Another process stored one of these cells meanwhile: redo one by one.
+            session.rollback()
+            for item in items:
+                try:
+                    self._store(session, item)
+                    session.commit()
+                except IntegrityError:
+                    session.rollback()
+        self.written += len(items)
+
+    def _store(self, session: Session, item: Finished) -> None:
+        model, sid, arm, rep = item.cell
+        loaded = self.library[sid]
+        existing = session.exec(
+            select(Record).where(
+                Record.run_id == self.run_id,
+                Record.model == model,
+                Record.scenario_id == sid,
+                Record.arm == arm,
+                Record.rep == rep,
+            )
+        ).first()
+        if existing is not None and existing.status == "ok":
+            return  # a concurrent process got there first; keep its answer
+        record = existing or Record(
+            run_id=self.run_id,
+            model=model,
+            scenario_id=sid,
+            scenario_version=loaded.scenario.version,
+            scenario_sha256=loaded.sha256,
+            category=loaded.scenario.category,
+            arm=arm,
+            rep=rep,
+            status=item.status,
+            messages_sha256=item.messages_sha256,
+            prompt_version=PROMPT_VERSION,
+        )
+        record.status = item.status
+        record.error = item.error
+        record.response = item.response
+        record.latency_s = item.latency_s
+        record.prompt_tokens = item.prompt_tokens
+        record.completion_tokens = item.completion_tokens
+        record.finish_reason = item.finish_reason
+        record.attempts = (existing.attempts if existing else 0) + item.attempts
+        record.created = utcnow()
+        session.add(record)
+        session.flush()
+        if item.status == "ok":
+            save_scores(session, record, score_response(loaded.scenario, item.response or ""))
+
+    def _heartbeat(self, session: Session) -> None:
+        now = time.monotonic()
+        if now - self._last_beat < HEARTBEAT_S:
+            return
+        self._last_beat = now
+        run = session.get(Run, self.run_id)
+        if run is not None:
+            run.updated = utcnow()
+            session.add(run)
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class FatalEndpointError(RunError):
+    """The endpoint refuses every request (bad key, no permission): stop the run."""
+
+
+def _retry_after(exc: openai.APIStatusError, cap: float) -> float | None:
+    value = exc.response.headers.get("retry-after") if exc.response is not None else None
+    if value is None:
+        return None
+    try:
+        return min(max(float(value), 0.0), cap)
+    except ValueError:
+        return None
+
+
+async def call_once(
+    client: openai.AsyncOpenAI,
+    model: str,
+    messages: list[Message],
+    *,
+    temperature: float,
+    max_tokens: int,
+    seed: int | None,
+) -> tuple[str, int | None, int | None, str | None]:
+    """One chat completion; returns (content, prompt tokens, completion tokens, finish reason).
+
+    Raises ``ValueError`` for replies that are not usable (no choices, no content).
+    """
+    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    if seed is not None:
+        kwargs["seed"] = seed
+    resp = await client.chat.completions.create(
+        model=model,
+        messages=messages,  # type: ignore[arg-type]
+        **kwargs,
+    )
+    if not resp.choices:
+        raise ValueError("the reply has no choices")
+    choice = resp.choices[0]
+    content = choice.message.content if choice.message is not None else None
+    if not content or not content.strip():
+        raise ValueError(f"the reply has empty content (finish_reason={choice.finish_reason})")
+    usage = resp.usage
+    return (
+        content,
+        usage.prompt_tokens if usage else None,
+        usage.completion_tokens if usage else None,
+        choice.finish_reason,
+    )
+
+
+async def call_with_retries(
+    client: openai.AsyncOpenAI,
+    model: str,
+    messages: list[Message],
+    *,
+    temperature: float,
+    max_tokens: int,
+    seed: int | None,
+    max_attempts: int,
+    retry_after_cap_s: float,
+    secret: str,
+) -> Finished:
+    """Call until success or ``max_attempts``; a failure becomes an error result."""
+    error = "not attempted"
+    started = time.monotonic()
+    for attempt in range(1, max_attempts + 1):
+        wait: float | None = None
+        t0 = time.monotonic()
+        try:
+            content, p_tok, c_tok, finish = await call_once(
+                client, model, messages, temperature=temperature, max_tokens=max_tokens, seed=seed
+            )
+            return Finished(
+                cell=("", "", "", 0),
+                status="ok",
+                response=content,
+                error=None,
+                latency_s=round(time.monotonic() - t0, 4),
+                prompt_tokens=p_tok,
+                completion_tokens=c_tok,
+                finish_reason=finish,
+                attempts=attempt,
+                messages_sha256="",
+            )
+        except openai.AuthenticationError as exc:
+            raise FatalEndpointError(
+                f"the endpoint refused the API key (HTTP {exc.status_code}): {scrub(exc.message, secret)}"
+            ) from None
+        except openai.PermissionDeniedError as exc:
+            raise FatalEndpointError(
+                f"the endpoint refused access (HTTP 403): {scrub(exc.message, secret)}"
+            ) from None
+        except openai.RateLimitError as exc:
+            error = f"HTTP 429 rate limited: {scrub(exc.message, secret)}"
+            wait = _retry_after(exc, retry_after_cap_s)
+        except openai.APIStatusError as exc:
+            error = f"HTTP {exc.status_code}: {scrub(exc.message, secret)}"
+            if exc.status_code < 500 and exc.status_code not in (408, 409):
+                break  # the request itself is wrong (400, 404, 422): retrying cannot help
+        except openai.APITimeoutError:
+            error = "request timed out"
+        except openai.APIConnectionError as exc:
+            error = f"connection failed: {scrub(str(exc.__cause__ or exc), secret)}"
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            error = f"malformed response body: {exc}"
+        except ValueError as exc:
+            error = str(exc)
+        except (httpx2.HTTPError, openai.OpenAIError) as exc:
+            error = f"{type(exc).__name__}: {scrub(str(exc), secret)}"
+        if attempt < max_attempts:
+            if wait is None:
+                wait = min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+            await asyncio.sleep(wait)
+    return Finished(
+        cell=("", "", "", 0),
+        status="error",
+        response=None,
+        error=f"{error} (after {attempt} attempt{'s' if attempt > 1 else ''}, "
+        f"{time.monotonic() - started:.1f}s)",
+        latency_s=None,
+        prompt_tokens=None,
+        completion_tokens=None,
+        finish_reason=None,
+        attempts=attempt,
+        messages_sha256="",
+    )
+
+
+def make_client(
+    endpoint: Endpoint, key: str, timeout_s: float, concurrency: int
+) -> openai.AsyncOpenAI:
+    limits = httpx2.Limits(
+        max_connections=max(concurrency, 1) + 4, max_keepalive_connections=max(concurrency, 1) + 4
+    )
+    return openai.AsyncOpenAI(
+        base_url=endpoint.base_url,
+        api_key=key,
+        max_retries=0,  # retries are ours: backoff, Retry-After cap, error records
+        timeout=timeout_s,
+        http_client=httpx2.AsyncClient(limits=limits, timeout=timeout_s),
+    )
+
+
+async def probe_catalog(endpoint: Endpoint, key: str, timeout_s: float = 20.0) -> list[str]:
+    """Model ids from ``GET /models``; a clear :class:`RunError` when that fails."""
+    client = make_client(endpoint, key, timeout_s, 1)
+    try:
+        page = await client.models.list()
+        return sorted(m.id for m in page.data)
+    except openai.AuthenticationError:
+        raise RunError(
+            f"{endpoint.base_url} refused the key in ${endpoint.api_key_env} (HTTP 401)"
+        ) from None
+    except openai.APIConnectionError:
+        raise RunError(f"cannot reach {endpoint.base_url} (connection failed)") from None
+    except openai.APIStatusError as exc:
+        raise RunError(
+            f"{endpoint.base_url}/models answered HTTP {exc.status_code}: {scrub(exc.message, key)}"
+        ) from None
+    except (json.JSONDecodeError, openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
+        raise RunError(
+            f"{endpoint.base_url}/models gave an unusable answer: {scrub(str(exc), key)}"
+        ) from None
+    finally:
+        await client.close()
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass
+class RunOptions:
+    scenarios: str = "scenarios"
+    models: list[str] | None = None
+    arms: list[str] = field(default_factory=lambda: list(ARMS))
+    runs: int = DEFAULTS["runs"]
+    categories: list[str] | None = None
+    only: list[str] | None = None
+    endpoint: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = DEFAULTS["temperature"]
+    max_tokens: int = DEFAULTS["max_tokens"]
+    seed: int | None = DEFAULTS["seed"]
+    concurrency: int = DEFAULTS["concurrency"]
+    timeout_s: float = DEFAULTS["timeout_s"]
+    max_attempts: int = DEFAULTS["max_attempts"]
+    retry_after_cap_s: float = DEFAULTS["retry_after_cap_s"]
+    run_id: str | None = None
+    retry_errors: bool = False
+    db: str | None = None
+    note: str | None = None
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    matrix: Matrix
+    progress: Progress
+    status: str
+
+
+def _default_run_id() -> str:
+    return time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
+
+
+class BenchmarkRun:
+    """One invocation of ``cvb run``: plan, bind to the store, send, record."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        on_progress: Callable[[Progress, bool], None] | None = None,
+    ) -> None:
+        self.o = options
+        self.on_progress = on_progress
+        try:
+            library = load_library(options.scenarios)
+        except ScenarioError as exc:
+            raise RunError(f"scenarios do not load:\n{exc}") from None
+        self.library = select_scenarios(library, options.categories, options.only)
+        bad_arms = [a for a in options.arms if a not in ARMS]
+        if bad_arms or not options.arms:
+            raise RunError(f"unknown arm(s) {bad_arms}; expected some of {', '.join(ARMS)}")
+        if options.runs < 1 or options.concurrency < 1 or options.max_tokens < 1:
+            raise RunError("--runs, --concurrency and --max-tokens must be at least 1")
+        try:
+            self.endpoint = resolve(options.endpoint, options.base_url, options.api_key_env)
+        except EndpointError as exc:
+            raise RunError(str(exc)) from None
+
+    def matrix(self, models: list[str]) -> Matrix:
+        return Matrix(
+            models=list(models),
+            scenarios={
+                sid: {
+                    "version": item.scenario.version,
+                    "sha256": item.sha256,
+                    "category": item.scenario.category,
+                }
+                for sid, item in sorted(self.library.items())
+            },
+            arms=[a for a in ARMS if a in self.o.arms],
+            runs=self.o.runs,
+            temperature=self.o.temperature,
+            max_tokens=self.o.max_tokens,
+            seed=self.o.seed,
+        )
+
+    def dry_models(self) -> tuple[list[str], str]:
+        if self.o.models:
+            return self.o.models, "given"
+        if self.endpoint.models:
+            return self.endpoint.models, f"from preset {self.endpoint.name}"
+        return list(MODEL_PREFERENCE[:DEFAULT_MODEL_COUNT]), "assumed (not probed in a dry run)"
+
+    async def resolve_models(self, key: str) -> list[str]:
+        if self.o.models:
+            try:
+                catalog = await probe_catalog(self.endpoint, key)
+            except RunError as exc:
+                if "cannot reach" in str(exc) or "refused the key" in str(exc):
+                    raise
+                return self.o.models  # some servers have no /models; the calls will tell
+            unknown = [m for m in self.o.models if m not in catalog]
+            if unknown and catalog:
+                raise RunError(
+                    f"model(s) not offered by {self.endpoint.base_url}: {', '.join(unknown)}; "
+                    f"its catalog has: {', '.join(catalog[:30])}"
+                )
+            return self.o.models
+        catalog = await probe_catalog(self.endpoint, key)
+        try:
+            return choose_models(catalog)
+        except EndpointError as exc:
+            raise RunError(str(exc)) from None
+
+    def bind(self, matrix: Matrix, session: Session) -> tuple[str, list[Cell]]:
+        """Create or resume the run; return its id and the cells still to send."""
+        run_id = self.o.run_id or _default_run_id()
+        run = session.get(Run, run_id)
+        params = redact_params(
+            {
+                **matrix.as_dict(),
+                "endpoint": self.endpoint.name,
+                "base_url": self.endpoint.base_url,
+                "api_key_env": self.endpoint.api_key_env,
+                "concurrency": self.o.concurrency,
+                "timeout_s": self.o.timeout_s,
+                "max_attempts": self.o.max_attempts,
+                "scenarios_path": str(self.o.scenarios),
+            }
+        )
+        if run is None:
+            if self.o.retry_errors:
+                raise RunError(f"no run {run_id!r} to retry")
+            run = Run(
+                id=run_id,
+                prompt_version=PROMPT_VERSION,
+                params_json=json.dumps(params),
+                matrix_sha256=matrix.sha256,
+                total_cells=matrix.size,
+                note=self.o.note,
+            )
+        elif run.matrix_sha256 != matrix.sha256:
+            old = {k: run.params.get(k) for k in matrix.as_dict()}
+            changes = "; ".join(diff_matrices(old, matrix.as_dict()))
+            raise RunError(
+                f"run {run_id!r} exists with a different matrix ({changes}). "
+                "Resume it with the same arguments, or choose a new --run-id."
+            )
+        rows = session.execute(
+            sa_select(
+                col(Record.model),
+                col(Record.scenario_id),
+                col(Record.arm),
+                col(Record.rep),
+                col(Record.status),
+            ).where(col(Record.run_id) == run_id)
+        ).all()
+        status = {(m, s, a, r): st for m, s, a, r, st in rows}
+        if self.o.retry_errors:
+            todo = [c for c in matrix.cells() if status.get(c) == "error"]
+        else:
+            todo = [c for c in matrix.cells() if status.get(c) != "ok"]
+        run.status = "running"
+        run.pid = os.getpid()
+        run.host = socket.gethostname()
+        run.updated = utcnow()
+        session.add(run)
+        session.commit()
+        return run_id, todo
+
+    async def execute(self) -> RunOutcome:
+        key = read_key_or_fail(self.endpoint)
+        models = await self.resolve_models(key)
+        matrix = self.matrix(models)
+        url = self.o.db
+        engine = get_engine(url)
+        with Session(engine, expire_on_commit=False) as session:
+            run_id, todo = self.bind(matrix, session)
+        progress = Progress(total=len(todo), skipped=matrix.size - len(todo))
+        writer = Writer(database_url(url), run_id, self.library)
+        writer.start()
+        status = "finished"
+        try:
+            await self._send(todo, matrix, key, writer, progress)
+        except asyncio.CancelledError:
+            status = "cancelled"
+        except FatalEndpointError:
+            status = "failed"
+            raise
+        finally:
+            writer.inbox.put(None)
+            await asyncio.to_thread(writer.join)
+            with Session(engine) as session:
+                run = session.get(Run, run_id)
+                if run is not None:
+                    run.status = status if writer.failure is None else "failed"
+                    run.updated = utcnow()
+                    run.pid = None
+                    session.add(run)
+                    session.commit()
+            if self.on_progress:
+                self.on_progress(progress, True)
+        if writer.failure is not None:
+            raise RunError(f"storing results failed: {writer.failure}") from writer.failure
+        return RunOutcome(run_id, matrix, progress, status)
+
+    async def _send(
+        self, todo: list[Cell], matrix: Matrix, key: str, writer: Writer, progress: Progress
+    ) -> None:
+        client = make_client(self.endpoint, key, self.o.timeout_s, self.o.concurrency)
+        messages_cache: dict[tuple[str, str], tuple[list[Message], str]] = {}
+        pending = iter(todo)
+
+        def messages_for(sid: str, arm: str) -> tuple[list[Message], str]:
+            key_ = (sid, arm)
+            if key_ not in messages_cache:
+                msgs = build_messages(self.library[sid].scenario, arm)
+                messages_cache[key_] = (msgs, messages_sha256(msgs))
+            return messages_cache[key_]
+
+        async def worker() -> None:
+            for cell in pending:
+                model, sid, arm, rep = cell
+                msgs, digest = messages_for(sid, arm)
+                result = await call_with_retries(
+                    client,
+                    model,
+                    msgs,
+                    temperature=matrix.temperature,
+                    max_tokens=matrix.max_tokens,
+                    # Each repetition gets its own seed: identical seeds would make
+                    # repetitions at temperature > 0 copies of each other.
+                    seed=None if matrix.seed is None else matrix.seed + rep,
+                    max_attempts=self.o.max_attempts,
+                    retry_after_cap_s=self.o.retry_after_cap_s,
+                    secret=key,
+                )
+                result.cell = cell
+                result.messages_sha256 = digest
+                writer.inbox.put(result)
+                if result.status == "ok":
+                    progress.ok += 1
+                else:
+                    progress.errors += 1
+                    progress.last_error = result.error
+                if writer.failure is not None:
+                    raise RunError(f"storing results failed: {writer.failure}")
+                if self.on_progress:
+                    self.on_progress(progress, False)
+
+        try:
+            workers = [
+                asyncio.create_task(worker()) for _ in range(min(self.o.concurrency, len(todo)))
+            ]
+            try:
+                await asyncio.gather(*workers)
+            except BaseException:
+                for w in workers:
+                    w.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
+        finally:
+            await client.close()
+
+
+def read_key_or_fail(endpoint: Endpoint) -> str:
+    try:
+        return read_key(endpoint.api_key_env)
+    except EndpointError as exc:
+        raise RunError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenarios", default="scenarios", help="scenario directory or file")
+    p.add_argument(
+        "--models", type=_csv, help="comma-separated model ids (default: probe the catalog)"
+    )
+    p.add_argument("--arms", type=_csv, default=list(ARMS), help="comma-separated arms")
+    p.add_argument("--runs", type=int, default=DEFAULTS["runs"], help="repetitions per cell")
+    p.add_argument("--categories", type=_csv, help="only these categories")
+    p.add_argument("--only", type=_csv, help="only these scenario ids")
+    p.add_argument("--endpoint", help="a named endpoint preset (groq, openai, local, or your own)")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL")
+    p.add_argument("--api-key-env", help="NAME of the environment variable holding the key")
+    p.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
+    p.add_argument("--max-tokens", type=int, default=DEFAULTS["max_tokens"])
+    p.add_argument(
+        "--seed", type=int, default=DEFAULTS["seed"], help="base seed (+rep); -1 sends none"
+    )
+    p.add_argument(
+        "--concurrency", type=int, default=DEFAULTS["concurrency"], help="requests in flight"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=DEFAULTS["timeout_s"], help="seconds per request"
+    )
+    p.add_argument("--max-attempts", type=int, default=DEFAULTS["max_attempts"])
+    p.add_argument("--retry-after-cap", type=float, default=DEFAULTS["retry_after_cap_s"])
+    p.add_argument("--run-id", help="name the run; the same id resumes it")
+    p.add_argument(
+        "--retry-errors", action="store_true", help="send only the cells stored as errors"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the matrix and the number of calls; send nothing",
+    )
+    p.add_argument("--json", metavar="F", help="write the results file to F when done")
+    p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+    p.add_argument("--note", help="a free-text note stored with the run")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        scenarios=args.scenarios,
+        models=args.models,
+        arms=args.arms,
+        runs=args.runs,
+        categories=args.categories,
+        only=args.only,
+        endpoint=args.endpoint,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        seed=None if args.seed is not None and args.seed < 0 else args.seed,
+        concurrency=args.concurrency,
+        timeout_s=args.timeout,
+        max_attempts=args.max_attempts,
+        retry_after_cap_s=args.retry_after_cap,
+        run_id=args.run_id,
+        retry_errors=args.retry_errors,
+        db=args.db,
+        note=args.note,
+    )
+
+
+def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
+    models, source = run.dry_models()
+    matrix = run.matrix(models)
+    by_cat: dict[str, int] = {}
+    for meta in matrix.scenarios.values():
+        by_cat[meta["category"]] = by_cat.get(meta["category"], 0) + 1
+    out.write(f"endpoint   {run.endpoint.name} {run.endpoint.base_url}\n")
+    out.write(f"models     {', '.join(models)} ({source})\n")
+    out.write(
+        f"scenarios  {len(matrix.scenarios)} ("
+        + ", ".join(f"{c} {n}" for c, n in sorted(by_cat.items()))
+        + ")\n"
+    )
+    out.write(f"arms       {', '.join(matrix.arms)}\n")
+    out.write(f"runs       {matrix.runs}\n")
+    out.write(
+        f"sampling   temperature {matrix.temperature}, max_tokens {matrix.max_tokens}, seed {matrix.seed}\n"
+    )
+    out.write(
+        f"matrix     {len(matrix.scenarios)} scenarios × {len(matrix.arms)} arms × {matrix.runs} runs × "
+        f"{len(models)} models = {matrix.size} calls\n"
+    )
+    if run.o.run_id:
+        engine = get_engine(run.o.db)
+        with Session(engine) as session:
+            existing = session.get(Run, run.o.run_id)
+            if existing is not None:
+                done = session.exec(
+                    select(Record.id).where(
+                        Record.run_id == run.o.run_id, col(Record.status) == "ok"
+                    )
+                ).all()
+                out.write(
+                    f"resume     run {run.o.run_id}: {len(done)} done, {matrix.size - len(done)} to send\n"
+                )
+    out.write("dry run: nothing was sent\n")
+    return 0
+
+
+def _run_args(p: argparse.ArgumentParser) -> None:
+    add_run_arguments(p)
+
+
+@cli.command("run", _run_args)
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the benchmark matrix against an OpenAI-compatible endpoint."""
+    try:
+        bench = BenchmarkRun(
+            options_from_args(args), on_progress=None if args.quiet else TerminalProgress()
+        )
+        if args.dry_run:
+            return print_dry_run(bench)
+        outcome = _run_with_signals(bench)
+    except (RunError, EndpointError) as exc:
+        raise cli.CliError(str(exc)) from None
+    p = outcome.progress
+    print(
+        f"run {outcome.run_id}: {outcome.status}; sent {p.done} ({p.ok} ok, {p.errors} errors), "
+        f"{p.skipped} already done, matrix {outcome.matrix.size}"
+    )
+    if p.errors:
+        print(
+            f"  retry the errors with: cvb run --retry-errors --run-id {outcome.run_id} (same arguments)"
+        )
+    if args.json:
+        engine = get_engine(args.db)
+        with Session(engine) as session:
+            write_json_atomic(args.json, export_results(session, outcome.run_id))
+        print(f"wrote {args.json}")
+    print(f"report: cvb report {outcome.run_id}")
+    return 0 if outcome.status == "finished" else 1
+
+
+def _run_with_signals(bench: BenchmarkRun) -> RunOutcome:
+    """Run on a fresh event loop; SIGTERM (the studio's cancel) stops it cleanly."""
+
+    async def main() -> RunOutcome:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        if task is not None and threading.current_thread() is threading.main_thread():
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        return await bench.execute()
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        raise cli.CliError("run cancelled; resume it with the same --run-id") from None
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    return cli.main(["run", *(list(argv) if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["BenchmarkRun", "Matrix", "Progress", "RunError", "RunOptions", "TerminalProgress"]

@@ -1,0 +1,420 @@
+"""Scenario files: the pydantic models of DESIGN §3 and a hardened YAML loader.
+
+Loading never executes anything and never raises anything but
+:class:`ScenarioError`, whose ``problems`` each carry the file, the line and
+(where there is one) the field. The loader refuses, with a clear message:
+
+* files that are not UTF-8, contain NUL or other control bytes, or exceed
+  :data:`MAX_FILE_BYTES`;
+* YAML tags other than the plain core ones (``!!python/object`` and kin are
+  never constructed);
+* anchors/aliases (scenario files never need them, and refusing them makes
+  alias bombs impossible);
+* duplicate mapping keys (YAML silently keeps the last one; an author would not).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from cvb_engine.checks.base import get_kind, registry
+
+CVB_CATEGORIES: tuple[str, ...] = (
+    "library-choice",
+    "security",
+    "encoding-io",
+    "style-architecture",
+    "error-handling",
+    "concurrency",
+    "logging-testing",
+)
+CATEGORIES: tuple[str, ...] = (*CVB_CATEGORIES, "ivr")
+ARMS: tuple[str, ...] = ("cold", "mandated", "incentivized")
+ID_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+MAX_FILE_BYTES = 512 * 1024
+MAX_DEPTH = 32
+# One fixed GUID in every shipped scenario file, so that the scenarios' presence
+# in a model's training data can be detected later (see scenarios/README.md).
+CANARY = "cvb-canary 6f1d2c84-3b7e-4e59-a0d2-9c5e8b71f3a6"
+
+_ALLOWED_TAGS = frozenset(
+    {
+        "tag:yaml.org,2002:str",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:null",
+        "tag:yaml.org,2002:seq",
+        "tag:yaml.org,2002:map",
+    }
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a file, anchored to a line (1-based; 0 = whole file)."""
+
+    path: str
+    line: int
+    message: str
+    field: str | None = None
+    code: str = "E001"
+
+    def __str__(self) -> str:
+        where = f" {self.field}:" if self.field else ""
+        return f"{self.path}:{self.line}: {self.code}{where} {self.message}"
+
+
+class ScenarioError(Exception):
+    """A scenario file that cannot be loaded; ``problems`` says where and why."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+# --------------------------------------------------------------------------- models
+
+
+class CheckSpec(BaseModel):
+    """One check as written in a scenario: its kind plus the kind's own parameters.
+
+    The parameters are validated against the kind's ``Params`` model from the
+    registry, so a new kind needs no change here.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str
+    id: str | None = Field(default=None, description="optional stable id; default kind-N")
+
+    @model_validator(mode="after")
+    def _known_kind_and_params(self) -> CheckSpec:
+        kind = get_kind(self.kind)
+        if kind is None:
+            known = ", ".join(sorted(registry()))
+            raise ValueError(f"unknown check kind {self.kind!r} (known: {known})")
+        kind.params.model_validate(self.raw_params())
+        return self
+
+    def raw_params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    def params(self) -> BaseModel:
+        kind = get_kind(self.kind)
+        assert kind is not None  # validated above
+        return kind.params.model_validate(self.raw_params())
+
+
+class Samples(BaseModel):
+    """Labelled code that proves a constraint's checks: each violating sample must
+    fail at least one check, each compliant sample must pass every check."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    violating: list[str] = Field(default_factory=list)
+    compliant: list[str] = Field(default_factory=list)
+
+
+class Constraint(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    text: str = Field(min_length=10)
+    checks: list[CheckSpec] = Field(min_length=1)
+    samples: Samples = Field(default_factory=Samples)
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not ID_PATTERN.match(value):
+            raise ValueError(f"id {value!r} is not lowercase words joined by hyphens ([a-z0-9-])")
+        return value
+
+    def check_ids(self) -> list[str]:
+        return [c.id or f"{c.kind}-{i}" for i, c in enumerate(self.checks)]
+
+
+class Scenario(BaseModel):
+    """A scenario file (DESIGN §3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    version: int = Field(ge=1)
+    category: Literal[
+        "library-choice",
+        "security",
+        "encoding-io",
+        "style-architecture",
+        "error-handling",
+        "concurrency",
+        "logging-testing",
+        "ivr",
+    ]
+    title: str = Field(min_length=3)
+    task: str = Field(min_length=10)
+    constraints: list[Constraint] = Field(min_length=1)
+    stated_tests: str | None = None
+    canary: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not ID_PATTERN.match(value):
+            raise ValueError(f"id {value!r} is not lowercase words joined by hyphens ([a-z0-9-])")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_constraint_ids(self) -> Scenario:
+        seen: set[str] = set()
+        for c in self.constraints:
+            if c.id in seen:
+                raise ValueError(f"constraint id {c.id!r} appears twice")
+            seen.add(c.id)
+        return self
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A validated scenario with where it came from: path, line map and file hash."""
+
+    scenario: Scenario
+    path: Path
+    sha256: str
+    lines: dict[tuple[str | int, ...], int] = field(repr=False, compare=False)
+
+    def line_of(self, *loc: str | int) -> int:
+        """The line of the deepest known node on ``loc`` (1 when nothing matches)."""
+        return _line_for(self.lines, loc)
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases before they can be expanded."""
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(AliasEvent):
+            event = self.peek_event()
+            raise yaml.MarkedYAMLError(
+                None,
+                None,
+                "YAML aliases (*name) are not allowed in scenario files",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+def _walk(node: Node, path: tuple[str | int, ...], depth: int) -> Iterator[tuple[tuple, Node]]:
+    if depth > MAX_DEPTH:
+        raise _NodeProblem(node, f"nesting deeper than {MAX_DEPTH} levels")
+    if node.tag not in _ALLOWED_TAGS:
+        raise _NodeProblem(node, f"YAML tag {node.tag!r} is not allowed (plain data only)")
+    yield path, node
+    if isinstance(node, MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            if not isinstance(key, ScalarNode):
+                raise _NodeProblem(key, "mapping keys must be plain strings")
+            if key.tag not in _ALLOWED_TAGS:
+                raise _NodeProblem(key, f"YAML tag {key.tag!r} is not allowed (plain data only)")
+            if key.value in seen:
+                raise _NodeProblem(
+                    key,
+                    f"duplicate key {key.value!r} (first at line {seen[key.value]})",
+                )
+            seen[key.value] = key.start_mark.line + 1
+            yield from _walk(value, (*path, key.value), depth + 1)
+    elif isinstance(node, SequenceNode):
+        for i, item in enumerate(node.value):
+            yield from _walk(item, (*path, i), depth + 1)
+
+
+class _NodeProblem(Exception):
+    def __init__(self, node: Node, message: str) -> None:
+        super().__init__(message)
+        self.line = node.start_mark.line + 1
+
+
+def _line_for(lines: dict[tuple[str | int, ...], int], loc: Iterable[str | int]) -> int:
+    loc = tuple(loc)
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in lines:
+            return lines[loc[:n]]
+    return 1
+
+
+def _decode(path: str, raw: bytes) -> str:
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError(
+            [
+                Problem(
+                    path,
+                    0,
+                    f"file is {len(raw)} bytes; scenario files are at most {MAX_FILE_BYTES}",
+                )
+            ]
+        )
+    if b"\x00" in raw:
+        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
+        raise ScenarioError(
+            [Problem(path, line, "binary content (NUL byte); not a YAML text file")]
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ScenarioError(
+            [
+                Problem(
+                    path,
+                    line,
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                )
+            ]
+        ) from None
+    text = text.removeprefix("\ufeff")
+    control = _CONTROL.search(text)
+    if control:
+        line = text.count("\n", 0, control.start()) + 1
+        raise ScenarioError(
+            [
+                Problem(
+                    path, line, f"control character U+{ord(control.group()):04X}; not a text file"
+                )
+            ]
+        )
+    return text
+
+
+def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+    """Parse one YAML document safely; return the data and a map path → line."""
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise ScenarioError([Problem(path, 1, "empty file: expected a scenario mapping")])
+        lines: dict[tuple[str | int, ...], int] = {}
+        for loc, sub in _walk(node, (), 0):
+            lines[loc] = sub.start_mark.line + 1
+        data = loader.construct_document(node)
+    except _NodeProblem as exc:
+        raise ScenarioError([Problem(path, exc.line, str(exc))]) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        message = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
+        raise ScenarioError([Problem(path, line, f"YAML syntax: {message}")]) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError([Problem(path, 1, f"YAML error: {exc}")]) from None
+    except RecursionError:
+        raise ScenarioError([Problem(path, 1, "YAML nested too deeply")]) from None
+    finally:
+        loader.dispose()
+    return data, lines
+
+
+def _field_name(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _validation_problems(
+    path: str, exc: ValidationError, lines: dict[tuple[str | int, ...], int]
+) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        # pydantic adds the model/validator name for function validators; drop
+        # non-data parts so the location matches the YAML path.
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        message = str(err["msg"]).removeprefix("Value error, ")
+        code = "E002"
+        if message.startswith("unknown check kind"):
+            code = "E006"
+        elif "pattern does not compile" in message:
+            code = "E007"
+        elif err["type"] == "literal_error" and loc and loc[-1] == "category":
+            code = "E005"
+            message = f"unknown category {err['input']!r}; expected one of {', '.join(CATEGORIES)}"
+        problems.append(Problem(path, _line_for(lines, loc), message, _field_name(loc), code))
+    return problems
+
+
+def load_text(text_or_bytes: str | bytes, path: str | Path = "<text>") -> LoadedScenario:
+    """Load a scenario from text (or raw bytes) as if it were the file ``path``."""
+    name = str(path)
+    raw = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else text_or_bytes
+    text = _decode(name, raw)
+    data, lines = parse_yaml(name, text)
+    if not isinstance(data, dict):
+        raise ScenarioError(
+            [Problem(name, 1, f"expected a mapping at the top level, found {type(data).__name__}")]
+        )
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(_validation_problems(name, exc, lines)) from None
+    return LoadedScenario(scenario, Path(path), hashlib.sha256(raw).hexdigest(), lines)
+
+
+def load_file(path: str | Path) -> LoadedScenario:
+    """Load and validate one scenario file."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError([Problem(str(p), 0, f"cannot read: {exc.strerror or exc}")]) from None
+    return load_text(raw, p)
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Scenario files under ``paths`` (files as given, directories searched for *.yaml/*.yml)."""
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found.extend(
+                sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
+            )
+        else:
+            found.append(p)
+    return found
+
+
+def load_all(paths: Iterable[str | Path]) -> tuple[list[LoadedScenario], list[Problem]]:
+    """Load every scenario under ``paths``; problems are collected, not raised."""
+    loaded: list[LoadedScenario] = []
+    problems: list[Problem] = []
+    for p in discover(paths):
+        try:
+            loaded.append(load_file(p))
+        except ScenarioError as exc:
+            problems.extend(exc.problems)
+    return loaded, problems
+
+
+def load_library(root: str | Path) -> dict[str, LoadedScenario]:
+    """Load a scenario directory into a dict by id; raises on any problem."""
+    loaded, problems = load_all([root])
+    if problems:
+        raise ScenarioError(problems)
+    return {item.scenario.id: item for item in loaded}

@@ -1,0 +1,106 @@
+"""Scoring: apply a scenario's checks to one response (pure, re-runnable).
+
+A response is parsed once (the :class:`~cvb_engine.checks.base.Subject`
+caches its tree and each kind's derived analysis), then every check of every
+constraint runs on it. A constraint is honored when all its checks pass; a
+record is strictly accurate when every constraint is honored (DESIGN §7).
+Nothing here raises on model output: a check that crashes is recorded as a
+failed check with the exception in its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cvb_engine.checks.base import CheckResult, Subject, get_kind
+from cvb_engine.extract import extract_code
+from cvb_engine.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class CheckVerdict:
+    check_id: str
+    kind: str
+    result: CheckResult
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.check_id, "kind": self.kind, **self.result.as_dict()}
+
+
+@dataclass(frozen=True)
+class ConstraintVerdict:
+    constraint_id: str
+    checks: tuple[CheckVerdict, ...]
+
+    @property
+    def honored(self) -> bool:
+        return all(c.result.passed for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"honored": self.honored, "checks": [c.as_dict() for c in self.checks]}
+
+
+@dataclass(frozen=True)
+class Scored:
+    code: str
+    constraints: tuple[ConstraintVerdict, ...]
+    stated_passed: bool | None = None
+    stated_detail: CheckResult | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def strict(self) -> bool:
+        return all(c.honored for c in self.constraints)
+
+    @property
+    def n_honored(self) -> int:
+        return sum(c.honored for c in self.constraints)
+
+    def constraints_dict(self) -> dict[str, Any]:
+        return {c.constraint_id: c.as_dict() for c in self.constraints}
+
+
+def run_check(kind_name: str, params: Any, subject: Subject) -> CheckResult:
+    """Run one check, turning any exception into a failed result (model output is data)."""
+    kind = get_kind(kind_name)
+    if kind is None:
+        return CheckResult(passed=False, reason=f"unknown check kind {kind_name!r}")
+    try:
+        return kind.run(params, subject)
+    except Exception as exc:  # a bug in a check (or a RecursionError) must not stop a run
+        return CheckResult(passed=False, reason=f"check crashed: {type(exc).__name__}: {exc}")
+
+
+def score_code(scenario: Scenario, code: str, response: str | None = None) -> Scored:
+    """Score already-extracted ``code`` against every constraint of ``scenario``."""
+    subject = Subject(code=code, response=response if response is not None else code)
+    verdicts = []
+    for constraint in scenario.constraints:
+        checks = tuple(
+            CheckVerdict(check_id, spec.kind, run_check(spec.kind, spec.params(), subject))
+            for check_id, spec in zip(constraint.check_ids(), constraint.checks, strict=True)
+        )
+        verdicts.append(ConstraintVerdict(constraint.id, checks))
+    stated: CheckResult | None = None
+    if scenario.stated_tests and scenario.stated_tests.strip():
+        stated = _run_stated_tests(scenario.stated_tests, subject)
+    return Scored(
+        code=code,
+        constraints=tuple(verdicts),
+        stated_passed=None if stated is None else stated.passed,
+        stated_detail=stated,
+    )
+
+
+def score_response(scenario: Scenario, response: str) -> Scored:
+    """Extract the code from ``response`` and score it."""
+    return score_code(scenario, extract_code(response), response)
+
+
+def _run_stated_tests(tests: str, subject: Subject) -> CheckResult:
+    """Stated tests execute code, so they go through the ``exec`` kind (and its sandbox)."""
+    kind = get_kind("exec")
+    if kind is None:
+        return CheckResult(passed=False, reason="stated tests need the 'exec' check kind")
+    return run_check("exec", kind.params.model_validate({"test": tests}), subject)

@@ -1,0 +1,218 @@
+"""Storage: every SQLModel table and the engine/session helpers, in one module.
+
+The default store is the SQLite file ``data/cvb.db`` (WAL mode, a 30 s busy
+timeout, ``synchronous=NORMAL``); any SQLAlchemy URL can be given through
+``CVB_DATABASE_URL``. A cell of the matrix — (run, model, scenario, arm, rep)
+— is unique in ``record``: the database itself refuses a second copy.
+
+API keys are never stored: a run's parameters keep the *name* of the
+environment variable, and :func:`redact_params` strips anything that looks
+like a secret before parameters are written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Column, Index, Text, UniqueConstraint, event
+from sqlalchemy.engine import Engine
+from sqlmodel import Field, Session, SQLModel, create_engine, select
+
+SCHEMA_VERSION = 1
+DEFAULT_DB_PATH = Path("data") / "cvb.db"
+_SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Meta(SQLModel, table=True):
+    """Key/value facts about the store itself (its schema version)."""
+
+    key: str = Field(primary_key=True)
+    value: str
+
+
+class Run(SQLModel, table=True):
+    """One benchmark run: a named matrix and the parameters it was sent with."""
+
+    id: str = Field(primary_key=True)
+    created: datetime = Field(default_factory=utcnow)
+    updated: datetime = Field(default_factory=utcnow)
+    prompt_version: str
+    # JSON: models, scenarios (id → version/sha), arms, runs, temperature, ...
+    params_json: str = Field(sa_column=Column(Text, nullable=False))
+    matrix_sha256: str = ""
+    total_cells: int = 0
+    status: str = "created"  # created | running | finished | cancelled | failed
+    pid: int | None = None
+    host: str | None = None
+    note: str | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(json.loads(self.params_json))
+
+
+class Record(SQLModel, table=True):
+    """One cell of the matrix: a model's answer to one scenario under one arm."""
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "model", "scenario_id", "arm", "rep", name="uq_record_cell"),
+        Index("ix_record_run_model_arm", "run_id", "model", "arm"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", index=True)
+    model: str
+    scenario_id: str
+    scenario_version: int
+    scenario_sha256: str
+    category: str
+    arm: str
+    rep: int
+    status: str  # ok | error
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    attempts: int = 1
+    response: str | None = Field(default=None, sa_column=Column(Text))
+    code: str | None = Field(default=None, sa_column=Column(Text))
+    messages_sha256: str
+    prompt_version: str
+    latency_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    created: datetime = Field(default_factory=utcnow)
+    # Scoring (re-computable from response + the scenario's checks)
+    scored_at: datetime | None = None
+    strict: bool | None = None
+    stated_passed: bool | None = None
+    n_constraints: int | None = None
+    n_honored: int | None = None
+
+
+class ConstraintResult(SQLModel, table=True):
+    """Whether one record honored one constraint (kept apart for aggregation in SQL)."""
+
+    __table_args__ = (UniqueConstraint("record_id", "constraint_id", name="uq_constraint_result"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    record_id: int = Field(foreign_key="record.id", index=True)
+    constraint_id: str
+    honored: bool
+
+
+class CheckOutcome(SQLModel, table=True):
+    """One check's verdict on one record, with the evidence spans for highlighting."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    record_id: int = Field(foreign_key="record.id", index=True)
+    constraint_id: str
+    check_index: int
+    check_id: str
+    kind: str
+    passed: bool
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    scope: str = "code"
+    evidence_json: str = Field(default="[]", sa_column=Column(Text, nullable=False))
+
+    @property
+    def evidence(self) -> list[dict[str, int]]:
+        return list(json.loads(self.evidence_json))
+
+
+def database_url(url: str | None = None) -> str:
+    """The URL to use: the argument, else ``CVB_DATABASE_URL``, else ``sqlite:///data/cvb.db``."""
+    if url:
+        return url
+    env = os.environ.get("CVB_DATABASE_URL")
+    if env:
+        return env
+    return f"sqlite:///{DEFAULT_DB_PATH}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+_ENGINES: dict[str, Engine] = {}
+
+
+def get_engine(url: str | None = None, *, create: bool = True) -> Engine:
+    """An engine for ``url`` (cached per URL), with the schema created if missing."""
+    resolved = database_url(url)
+    engine = _ENGINES.get(resolved)
+    if engine is not None:
+        return engine
+    if resolved.startswith("sqlite:///") and not resolved.startswith("sqlite:///:memory:"):
+        Path(resolved.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {}
+    if resolved.startswith("sqlite"):
+        kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+    else:
+        kwargs["pool_pre_ping"] = True
+    engine = create_engine(resolved, **kwargs)
+    if resolved.startswith("sqlite"):
+        event.listen(engine, "connect", _sqlite_pragmas)
+    if create:
+        init_schema(engine)
+    _ENGINES[resolved] = engine
+    return engine
+
+
+def init_schema(engine: Engine) -> None:
+    """Create missing tables and record the schema version; refuse a newer store."""
+    SQLModel.metadata.create_all(engine)
+    with Session(engine) as session:
+        meta = session.get(Meta, "schema_version")
+        if meta is None:
+            session.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+            session.commit()
+        elif int(meta.value) > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"the store at {engine.url.render_as_string(hide_password=True)} has schema version "
+                f"{meta.value}, newer than this cvb ({SCHEMA_VERSION}); upgrade cvb-studio"
+            )
+
+
+def dispose_engines() -> None:
+    for engine in _ENGINES.values():
+        engine.dispose()
+    _ENGINES.clear()
+
+
+@contextmanager
+def session_scope(url: str | None = None) -> Iterator[Session]:
+    with Session(get_engine(url), expire_on_commit=False) as session:
+        yield session
+
+
+def redact_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``params`` without values whose key looks like a secret.
+
+    ``api_key_env`` (a variable *name*) is kept; anything else whose key
+    mentions key/token/secret/password is dropped.
+    """
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        lowered = key.lower()
+        if lowered != "api_key_env" and any(h in lowered for h in _SECRET_HINTS):
+            continue
+        out[key] = redact_params(value) if isinstance(value, dict) else value
+    return out
+
+
+def list_runs(session: Session) -> list[Run]:
+    return list(session.exec(select(Run).order_by(Run.created.desc())))  # type: ignore[attr-defined]

@@ -1,0 +1,91 @@
+"""The regex check kind: forbid/require, flags, scope, comments/strings, timeouts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pydantic import ValidationError
+
+from cvb_engine.checks.base import Span, Subject
+from cvb_engine.checks.regex_check import Params, blank_comments_and_strings, run_regex
+
+COMMENTED = '# we no longer import requests\n"""requests was removed"""\nimport httpx\n'
+
+
+@pytest.mark.parametrize(
+    ("params", "code", "passed"),
+    [
+        pytest.param({"forbid": r"\bimport requests\b"}, "import requests\n", False, id="forbid-hit"),
+        pytest.param({"forbid": r"\bimport requests\b"}, "import httpx\n", True, id="forbid-miss"),
+        pytest.param({"require": r"\bhttpx\."}, "httpx.get(u)", True, id="require-hit"),
+        pytest.param({"require": r"\bhttpx\."}, "requests.get(u)", False, id="require-miss"),
+        pytest.param({"forbid": "IMPORT", "flags": ["ignorecase"]}, "import x", False, id="ignorecase"),
+        pytest.param({"forbid": "^x", "flags": ["multiline"]}, "a\nx = 1", False, id="multiline"),
+        pytest.param({"forbid": "^x"}, "a\nx = 1", True, id="no-multiline"),
+        # Documented behaviour: by default comments and strings count ...
+        pytest.param({"forbid": r"requests"}, COMMENTED, False, id="comment-counts-by-default"),
+        # ... and can be excluded.
+        pytest.param({"forbid": r"requests", "ignore_comments_and_strings": True}, COMMENTED, True, id="comment-ignored"),
+        pytest.param({"forbid": r"requests", "ignore_comments_and_strings": True}, "x = f'{requests}'", None, id="fstring"),
+    ],
+)
+def test_regex_verdicts(params: dict, code: str, passed: bool | None) -> None:
+    result = run_regex(Params.model_validate(params), Subject(code=code))
+    if passed is not None:
+        assert result.passed is passed, result.reason
+    assert result.reason
+
+
+def test_evidence_spans_point_at_matches() -> None:
+    code = "import os\nimport requests\nx = 1  # requests\n"
+    result = run_regex(Params(forbid=r"requests"), Subject(code=code))
+    assert result.evidence == (Span(2, 7, 8), Span(3, 9, 8))
+
+
+def test_scope_response_sees_prose() -> None:
+    subject = Subject(code="x = 1", response="I used requests.\n```python\nx = 1\n```")
+    assert not run_regex(Params(forbid="requests", scope="response"), subject).passed
+    assert run_regex(Params(forbid="requests", scope="code"), subject).passed
+
+
+def test_blanking_keeps_offsets() -> None:
+    blanked = blank_comments_and_strings(COMMENTED)
+    assert blanked is not None
+    assert len(blanked) == len(COMMENTED)
+    assert "requests" not in blanked and "import httpx" in blanked
+    assert blank_comments_and_strings("x = '''unterminated") is None
+
+
+def test_untokenizable_code_falls_back_to_raw_text() -> None:
+    result = run_regex(
+        Params(forbid="requests", ignore_comments_and_strings=True),
+        Subject(code="import requests\nx = '''open"),
+    )
+    assert not result.passed and "not tokenizable" in result.reason
+
+
+def test_catastrophic_pattern_times_out_as_failed_check() -> None:
+    params = Params(forbid=r"(a|aa)+$", timeout_s=0.05)
+    text = "a" * 40 + "b"
+    start = time.monotonic()
+    result = run_regex(params, Subject(code=text))
+    assert time.monotonic() - start < 2
+    assert not result.passed and result.timed_out and "timed out" in result.reason
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        pytest.param({}, id="neither"),
+        pytest.param({"forbid": "a", "require": "b"}, id="both"),
+        pytest.param({"forbid": "("}, id="does-not-compile"),
+        pytest.param({"forbid": "a", "flags": ["unicode-ish"]}, id="unknown-flag"),
+        pytest.param({"forbid": "a", "scope": "file"}, id="unknown-scope"),
+        pytest.param({"forbid": "a", "timeout_s": 0}, id="zero-timeout"),
+        pytest.param({"forbid": "a", "pattern": "b"}, id="extra-field"),
+    ],
+)
+def test_invalid_params_are_refused(params: dict) -> None:
+    with pytest.raises(ValidationError):
+        Params.model_validate(params)

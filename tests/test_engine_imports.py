@@ -1,0 +1,33 @@
+"""The engine never imports a UI package (DESIGN §2)."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import cvb_engine
+
+UI_PACKAGES = ("streamlit", "plotly", "pygments", "studio")
+
+
+def test_every_engine_module_imports_without_ui_packages() -> None:
+    modules = sorted(
+        m.name for m in pkgutil.walk_packages(cvb_engine.__path__, prefix="cvb_engine.")
+    )
+    assert "cvb_engine.checks.regex_check" in modules
+    blocker = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {UI_PACKAGES!r}:\n"
+        "            raise ImportError('UI package imported by the engine: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import importlib\n"
+        f"for m in {modules!r}:\n"
+        "    importlib.import_module(m)\n"
+        "print('ok', len(sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok")

@@ -1,0 +1,69 @@
+"""Storage: one cell stored once, SQLite pragmas, schema version, no secrets in params."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from cvb_engine.store import (
+    Meta,
+    Record,
+    Run,
+    get_engine,
+    dispose_engines,
+    redact_params,
+)
+
+
+def make_record(**over: object) -> Record:
+    base = dict(
+        run_id="r1", model="m", scenario_id="s", scenario_version=1, scenario_sha256="x" * 64,
+        category="security", arm="cold", rep=0, status="ok", messages_sha256="y" * 64,
+        prompt_version="2.0",
+    )
+    base.update(over)
+    return Record(**base)  # type: ignore[arg-type]
+
+
+def test_a_cell_cannot_be_stored_twice(db_url: str) -> None:
+    engine = get_engine(db_url)
+    with Session(engine) as session:
+        session.add(Run(id="r1", prompt_version="2.0", params_json="{}"))
+        session.commit()
+        session.add(make_record())
+        session.commit()
+        session.add(make_record(status="error"))
+        with pytest.raises(IntegrityError):
+            session.commit()
+        session.rollback()
+        session.add(make_record(rep=1))
+        session.commit()
+
+
+def test_sqlite_runs_in_wal_mode_with_busy_timeout(db_url: str) -> None:
+    with get_engine(db_url).connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
+
+
+def test_newer_schema_is_refused(db_url: str) -> None:
+    with Session(get_engine(db_url)) as session:
+        meta = session.get(Meta, "schema_version")
+        assert meta is not None and meta.value == "1"
+        meta.value = "99"
+        session.add(meta)
+        session.commit()
+    dispose_engines()
+    with pytest.raises(RuntimeError, match="newer than this cvb"):
+        get_engine(db_url)
+
+
+def test_redact_params_keeps_the_variable_name_only() -> None:
+    params = {"api_key_env": "GROQ_API_KEY", "api_key": "sk-secret", "nested": {"token": "t", "ok": 1}}
+    clean = redact_params(params)
+    assert clean == {"api_key_env": "GROQ_API_KEY", "nested": {"ok": 1}}
+    assert "sk-secret" not in json.dumps(clean)
