@@ -195,6 +195,58 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- studio
+
+
+def _studio_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1: only this machine can open the studio)",
+    )
+    p.add_argument("--scenarios", default="scenarios", help="scenario folder the Author page edits")
+    p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+
+
+@command("studio", _studio_args)
+def cmd_studio(args: argparse.Namespace) -> int:
+    """Start the Streamlit studio (Author, Run, Results)."""
+    import importlib.util
+    import os
+    import subprocess
+
+    # find_spec locates the studio without importing it: the engine stays UI-free.
+    spec = importlib.util.find_spec("studio")
+    if spec is None or spec.origin is None:
+        raise CliError("the studio package is not installed (pip install -e .)")
+    app = Path(spec.origin).parent / "streamlit_app.py"
+    env = dict(os.environ)
+    env["CVB_SCENARIOS"] = str(Path(args.scenarios).resolve())
+    if args.db:
+        env["CVB_DATABASE_URL"] = args.db
+    command_line = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.address",
+        args.host,
+        "--server.port",
+        str(args.port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    print(f"CVB Studio on http://{args.host}:{args.port}  (Ctrl-C stops it)", flush=True)
+    try:
+        return subprocess.call(command_line, env=env)
+    except KeyboardInterrupt:
+        return 0
+
+
 # --------------------------------------------------------------------------- main
 
 

@@ -72,16 +72,49 @@ def run_check(kind_name: str, params: Any, subject: Subject) -> CheckResult:
         return CheckResult(passed=False, reason=f"check crashed: {type(exc).__name__}: {exc}")
 
 
+Plan = list[tuple[str, list[tuple[str, str, Any]]]]
+_PLANS: dict[int, tuple[Scenario, Plan]] = {}
+
+
+def _plan(scenario: Scenario) -> Plan:
+    """(constraint id, [(check id, kind, validated params)]) for a scenario, validated once.
+
+    Scenarios are immutable, so the validated parameters are cached per object;
+    re-scoring 100,000 records then validates each check's parameters once.
+    """
+    hit = _PLANS.get(id(scenario))
+    if hit is not None and hit[0] is scenario:
+        return hit[1]
+    plan = [
+        (
+            c.id,
+            [
+                (check_id, spec.kind, spec.params())
+                for check_id, spec in zip(c.check_ids(), c.checks, strict=True)
+            ],
+        )
+        for c in scenario.constraints
+    ]
+    if len(_PLANS) > 1024:
+        _PLANS.clear()
+    _PLANS[id(scenario)] = (scenario, plan)
+    return plan
+
+
 def score_code(scenario: Scenario, code: str, response: str | None = None) -> Scored:
     """Score already-extracted ``code`` against every constraint of ``scenario``."""
     subject = Subject(code=code, response=response if response is not None else code)
     verdicts = []
-    for constraint in scenario.constraints:
-        checks = tuple(
-            CheckVerdict(check_id, spec.kind, run_check(spec.kind, spec.params(), subject))
-            for check_id, spec in zip(constraint.check_ids(), constraint.checks, strict=True)
+    for constraint_id, checks in _plan(scenario):
+        verdicts.append(
+            ConstraintVerdict(
+                constraint_id,
+                tuple(
+                    CheckVerdict(check_id, kind, run_check(kind, params, subject))
+                    for check_id, kind, params in checks
+                ),
+            )
         )
-        verdicts.append(ConstraintVerdict(constraint.id, checks))
     stated: CheckResult | None = None
     if scenario.stated_tests and scenario.stated_tests.strip():
         stated = _run_stated_tests(scenario.stated_tests, subject)

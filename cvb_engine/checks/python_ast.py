@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal, Self, TypeAlias
+from typing import Any, Literal, Self, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
 
@@ -417,6 +417,9 @@ def _param_names(args: ast.arguments) -> list[str]:
     return [a.arg for a in params]
 
 
+_DISPATCH: dict[type, Any] = {ast.Constant: lambda self, node, ctx: []}
+
+
 class _Walker:
     """One walk over the tree that records imports, calls and constructs.
 
@@ -443,14 +446,34 @@ class _Walker:
                 task()
 
     def _visit(self, node: ast.AST, ctx: _Ctx) -> list[_Task]:
-        visitor: Callable[[ast.AST, _Ctx], list[_Task]] | None = getattr(
-            self, f"_visit_{type(node).__name__}", None
-        )
-        return visitor(node, ctx) if visitor is not None else self._children(node, ctx)
+        # Dispatch through a per-class table: the walk is the hot path of
+        # re-scoring, and a getattr with a formatted name per node costs more
+        # than the visit itself.
+        visitor = _DISPATCH.get(type(node))
+        if visitor is None:
+            visitor = _DISPATCH[type(node)] = getattr(
+                _Walker, f"_visit_{type(node).__name__}", _Walker._generic
+            )
+        return visitor(self, node, ctx)
+
+    def _generic(self, node: ast.AST, ctx: _Ctx) -> list[_Task]:
+        return self._children(node, ctx)
 
     @staticmethod
     def _children(node: ast.AST, ctx: _Ctx) -> list[_Task]:
-        return [(c, ctx) for c in ast.iter_child_nodes(node) if not isinstance(c, _SKIPPED)]
+        out: list[_Task] = []
+        for field_name in node._fields:
+            value = getattr(node, field_name, None)
+            if isinstance(value, ast.AST):
+                if not isinstance(value, _SKIPPED):
+                    out.append((value, ctx))
+            elif isinstance(value, list):
+                out.extend(
+                    (item, ctx)
+                    for item in value
+                    if isinstance(item, ast.AST) and not isinstance(item, _SKIPPED)
+                )
+        return out
 
     def _bind(self, name: str, scope: _Scope) -> None:
         scope.locals.add(name)
@@ -1046,6 +1069,54 @@ def _forbid_construct(params: Params, analysis: _Analysis) -> CheckResult:
     return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
 
 
+_CONSTRUCT_WORDS: dict[str, tuple[str, ...]] = {
+    "bare-except": ("except",),
+    "broad-except-swallow": ("except",),
+    "star-import": ("*",),
+    "global-statement": ("global",),
+    "mutable-default-arg": ("def", "lambda"),
+    "assert-statement": ("assert",),
+}
+_NEEDLES: dict[int, tuple[Params, tuple[str, ...]]] = {}
+
+
+def _needles(params: Params) -> tuple[str, ...]:
+    """Words at least one of which the source text contains whenever the rule can match.
+
+    Every spelling the analysis resolves — aliases, ``from`` imports, dynamic
+    ``import_module("x")`` — still names the module (import rules) or the
+    called attribute (call rules) somewhere in the text, so when none of these
+    words occurs the tree walk can be skipped: the rule cannot match.
+    """
+    hit = _NEEDLES.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
+    if params.rule == "forbid-construct":
+        words = _CONSTRUCT_WORDS.get(str(params.construct_kind), ())
+    elif params.rule in ("forbid-import", "require-import"):
+        words = tuple(n.removeprefix("*.").removesuffix(".*").split(".")[0] for n in params.names)
+    else:
+        words = tuple(n.removesuffix(".*").rsplit(".", 1)[-1] for n in params.names)
+    if len(_NEEDLES) > 4096:
+        _NEEDLES.clear()
+    _NEEDLES[id(params)] = (params, words)
+    return words
+
+
+_EMPTY: list[_Analysis] = []
+
+
+def _absent_result(params: Params, code: str) -> CheckResult | None:
+    """The verdict when none of the rule's words occurs in ``code``: the rule's own
+    verdict on an empty module (same reasons), without walking the tree."""
+    words = _needles(params)
+    if not words or any(word in code for word in words):
+        return None
+    if not _EMPTY:
+        _EMPTY.append(_Analysis("", ast.parse("")))
+    return _RULES[params.rule](params, _EMPTY[0])
+
+
 _RULES: dict[str, Callable[[Params, _Analysis], CheckResult]] = {
     "forbid-import": _forbid_import,
     "require-import": _require_import,
@@ -1075,6 +1146,13 @@ def run_python_ast(params: Params, subject: Subject) -> CheckResult:
         analyse, is a failed result with a reason; this function does not raise
         on model output.
     """
+    if isinstance(subject.tree, SyntaxError):
+        analysis = _analysis_for(subject)
+        assert isinstance(analysis, CheckResult)
+        return analysis
+    absent = _absent_result(params, subject.code)
+    if absent is not None:
+        return absent
     analysis = _analysis_for(subject)
     if isinstance(analysis, CheckResult):
         return analysis

@@ -1,0 +1,1 @@
+"""Presentation helpers for the studio pages (no metrics, no storage)."""

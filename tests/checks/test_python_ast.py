@@ -1,0 +1,953 @@
+"""Tests of the ``python-ast`` check kind, one table per rule or condition.
+
+Rows are ``(id, code, expected)`` grouped under the parameters they share, so
+that each row reads on one line.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+import cvb_engine.checks.base as base
+from cvb_engine.checks import python_ast
+from cvb_engine.checks.base import CheckResult, Span, Subject
+from cvb_engine.checks.python_ast import CONSTRUCT_LABELS, Params, run_python_ast
+
+
+def check(code: str, **params: Any) -> CheckResult:
+    """Run one python-ast check, parameters given as they would appear in YAML."""
+    return run_python_ast(Params.model_validate(params), Subject(code))
+
+
+def group(*shared: Any, rows: Iterable[tuple[Any, ...]]) -> list[Any]:
+    """Parametrize rows ``(id, *values)`` that share the leading values ``shared``."""
+    return [pytest.param(*shared, *values, id=id_) for id_, *values in rows]
+
+
+# --- imports ----------------------------------------------------------------
+
+IMPORTS = [
+    *group(
+        ["requests"],
+        rows=[
+            ("plain", "import requests", True),
+            ("aliased", "import requests as r", True),
+            ("submodule", "import requests.adapters", True),
+            ("from-import", "from requests import get", True),
+            ("from-submodule", "from requests.adapters import HTTPAdapter", True),
+            ("from-import-aliased", "from requests import get as fetch", True),
+            ("one-of-several", "import os, requests", True),
+            ("inside-function", "def f():\n    import requests", True),
+            ("star", "from requests import *", True),
+            ("importlib", "import importlib\nimportlib.import_module('requests')", True),
+            (
+                "importlib-from",
+                "from importlib import import_module\nimport_module('requests.auth')",
+                True,
+            ),
+            ("dunder-import", "__import__('requests')", True),
+            (
+                "importlib-non-literal",
+                "import importlib\nn = 'requests'\nimportlib.import_module(n)",
+                False,
+            ),
+            ("similar-prefix", "import requests_mock", False),
+            ("relative-dot", "from . import requests", False),
+            ("relative-module", "from .requests import get", False),
+            ("in-comment", "# import requests\nimport httpx", False),
+            ("in-string", "s = 'import requests'", False),
+            ("in-docstring", '"""Once used: import requests."""', False),
+            ("future", "from __future__ import annotations", False),
+        ],
+    ),
+    *group(["requests", "urllib3"], rows=[("second-name", "import urllib3", True)]),
+    *group(["xml.etree"], rows=[("parent-of-name", "import xml", False)]),
+    *group(
+        ["os.system"],
+        rows=[
+            ("member", "from os import system", True),
+            ("member-module-only", "import os", False),
+        ],
+    ),
+    *group(
+        ["requests.*"],
+        rows=[
+            ("prefix-wildcard-submodule", "import requests.adapters", True),
+            ("prefix-wildcard-module-itself", "import requests", True),
+        ],
+    ),
+    *group(["*.adapters"], rows=[("suffix-wildcard", "from requests.adapters import X", True)]),
+]
+
+
+@pytest.mark.parametrize(("names", "code", "violates"), IMPORTS)
+def test_forbid_import(names: list[str], code: str, violates: bool) -> None:
+    result = check(code, rule="forbid-import", names=names)
+    assert result.passed is not violates, result.reason
+    assert bool(result.evidence) is violates
+
+
+@pytest.mark.parametrize(("names", "code", "violates"), IMPORTS)
+def test_require_import_is_the_converse(names: list[str], code: str, violates: bool) -> None:
+    assert check(code, rule="require-import", names=names).passed is violates
+
+
+# --- call name resolution ---------------------------------------------------
+
+CALL_NAMES = [
+    *group(
+        ["subprocess.run"],
+        rows=[
+            ("direct", "import subprocess\nsubprocess.run(['ls'])", True),
+            ("aliased-module", "import subprocess as sp\nsp.run(['ls'])", True),
+            ("from-import", "from subprocess import run\nrun(['ls'])", True),
+            ("from-import-aliased", "from subprocess import run as r\nr(['ls'])", True),
+            ("import-in-function", "def f():\n    import subprocess as sp\n    sp.run('x')", True),
+            ("import-after-use", "def f():\n    sp.run('x')\n\nimport subprocess as sp", True),
+            ("in-lambda", "import subprocess\nf = lambda: subprocess.run('x')", True),
+            ("other-module-same-attr", "import asyncio\nasyncio.run(main())", False),
+            ("local-receiver", "subprocess = make()\nsubprocess.run()", False),
+            (
+                "param-shadows-import",
+                "def g():\n    import subprocess as sp\n\ndef f(sp):\n    sp.run()",
+                False,
+            ),
+            ("in-docstring", 'def f():\n    """Calls subprocess.run(c, shell=True)."""', False),
+        ],
+    ),
+    *group(
+        ["os.path.join"],
+        rows=[
+            ("dotted-import", "import os.path\nos.path.join('a', 'b')", True),
+            ("dotted-import-aliased", "import os.path as p\np.join('a')", True),
+            ("from-package-import-module", "from os import path\npath.join('a')", True),
+        ],
+    ),
+    *group(["a.b.c"], rows=[("dotted-import-deeper", "import a.b\na.b.c()", True)]),
+    *group(["os.system"], rows=[("module-without-import", "os.system('ls')", True)]),
+    *group(
+        ["eval"],
+        rows=[
+            ("builtin", "eval('1')", True),
+            ("builtin-rebound-by-import", "from mymath import eval\neval('1')", False),
+            ("reference-not-call", "f = eval", False),
+            ("nested-call-argument", "print(eval(x))", True),
+            ("in-comment", "# eval('x')\nx = 1", False),
+            ("in-string", "s = \"eval('x')\"", False),
+        ],
+    ),
+    *group(["print"], rows=[("print", "print('x')", True)]),
+    *group(
+        ["*.execute"],
+        rows=[
+            ("suffix-unresolved", "cur = conn.cursor()\ncur.execute('x')", True),
+            (
+                "suffix-self-chain",
+                "class A:\n    def f(self):\n        self.conn.execute('x')",
+                True,
+            ),
+            ("suffix-resolved", "import sqlite3\nsqlite3.Cursor.execute(c, 'x')", True),
+            ("suffix-whole-word", "cur = 1\ncur.executemany('x', [])", False),
+            ("suffix-needs-receiver", "execute('x')", False),
+        ],
+    ),
+    *group(
+        ["*.communicate"],
+        rows=[
+            ("suffix-call-receiver", "import subprocess\nsubprocess.Popen(c).communicate()", True)
+        ],
+    ),
+    *group(
+        ["requests.*"],
+        rows=[
+            ("prefix-wildcard", "import requests\nrequests.get(u)", True),
+            ("prefix-wildcard-deep", "import requests\nrequests.adapters.HTTPAdapter()", True),
+            ("prefix-wildcard-similar", "import requests_mock\nrequests_mock.get(u)", False),
+        ],
+    ),
+    *group(
+        ["utils.run"], rows=[("relative-never-absolute", "from . import utils\nutils.run()", False)]
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "code", "violates"), CALL_NAMES)
+def test_forbid_call_names(names: list[str], code: str, violates: bool) -> None:
+    result = check(code, rule="forbid-call", names=names)
+    assert result.passed is not violates, result.reason
+    assert bool(result.evidence) is violates
+
+
+@pytest.mark.parametrize(("names", "code", "violates"), CALL_NAMES)
+def test_require_call_is_the_converse(names: list[str], code: str, violates: bool) -> None:
+    assert check(code, rule="require-call", names=names).passed is violates
+
+
+# --- where conditions -------------------------------------------------------
+
+RUN = ["subprocess.run"]
+GET = ["requests.get"]
+OPEN = ["open"]
+EXECUTE = ["*.execute"]
+YAML_LOAD = ["yaml.load"]
+NOW = ["datetime.datetime.now"]
+SLEEP = ["time.sleep"]
+PRINT = ["print"]
+
+SHELL = {"keyword": {"shell": True}}
+YAML = {
+    "keyword_not_in": {"Loader": ["yaml.SafeLoader", "yaml.CSafeLoader"]},
+    "positional": {"Loader": 1},
+}
+MODE_NOT_IN = {"keyword_not_in": {"mode": ["r", "'rb'"]}, "positional": {"mode": 1}}
+NAIVE_NOW = {"max_args": 0, "missing_keyword": ["tz"]}
+SQL = {"arg_dynamic_string": 0}
+
+WHERE = [
+    *group(
+        RUN,
+        SHELL,
+        rows=[
+            ("keyword-match", "subprocess.run('ls', shell=True)", True),
+            ("keyword-other-value", "subprocess.run('ls', shell=False)", False),
+            ("keyword-absent", "subprocess.run('ls')", False),
+            ("keyword-first", "subprocess.run(shell=True, args='ls')", True),
+            ("keyword-middle", "subprocess.run('ls', check=True, shell=True, text=True)", True),
+            ("keyword-multiline", "subprocess.run(\n    'ls',\n    shell=True,\n)", True),
+            ("keyword-int-is-not-bool", "subprocess.run('ls', shell=1)", False),
+            ("keyword-variable", "subprocess.run('ls', shell=flag)", False),
+            ("keyword-kwargs-splat", "subprocess.run('ls', **opts)", False),
+            ("keyword-literal-dict-splat", "subprocess.run('ls', **{'shell': True})", True),
+        ],
+    ),
+    *group(
+        GET, {"keyword": {"timeout": 0}}, rows=[("keyword-int", "requests.get(u, timeout=0)", True)]
+    ),
+    *group(
+        GET,
+        {"keyword": {"timeout": 0}},
+        rows=[("keyword-int-float", "requests.get(u, timeout=0.0)", True)],
+    ),
+    *group(
+        GET,
+        {"keyword": {"timeout": None}},
+        rows=[("keyword-none", "requests.get(u, timeout=None)", True)],
+    ),
+    *group(["f"], {"keyword": {"n": -1}}, rows=[("keyword-negative", "f(n=-1)", True)]),
+    *group(
+        OPEN,
+        {"keyword": {"mode": "w"}},
+        rows=[
+            ("keyword-str", "open(p, mode='w')", True),
+            ("keyword-str-other", "open(p, mode='r')", False),
+        ],
+    ),
+    *group(
+        OPEN,
+        {"keyword": {"mode": "w"}, "positional": {"mode": 1}},
+        rows=[
+            ("keyword-via-positional", "open(p, 'w')", True),
+            ("keyword-via-positional-absent", "open(p)", False),
+            ("keyword-via-positional-star", "open(p, *rest)", False),
+        ],
+    ),
+    *group(
+        GET,
+        {"keyword_not": {"verify": True}},
+        rows=[
+            ("keyword-not-other-value", "requests.get(u, verify=False)", True),
+            ("keyword-not-absent", "requests.get(u)", True),
+            ("keyword-not-same-value", "requests.get(u, verify=True)", False),
+            ("keyword-not-variable", "requests.get(u, verify=flag)", True),
+            ("keyword-not-kwargs-splat", "requests.get(u, **kw)", False),
+        ],
+    ),
+    *group(
+        GET,
+        {"missing_keyword": ["timeout"]},
+        rows=[
+            ("missing-keyword-absent", "requests.get(u)", True),
+            ("missing-keyword-given", "requests.get(u, timeout=5)", False),
+            ("missing-keyword-given-multiline", "requests.get(\n    u,\n    timeout=5,\n)", False),
+            ("missing-keyword-kwargs-splat", "requests.get(u, **kw)", False),
+        ],
+    ),
+    *group(
+        OPEN,
+        {"missing_keyword": ["encoding"], "positional": {"encoding": 3}},
+        rows=[
+            ("missing-keyword-positional-given", "open(p, 'r', -1, 'utf-8')", False),
+            ("missing-keyword-positional-absent", "open(p, 'r')", True),
+            ("missing-keyword-positional-star", "open(p, *a)", False),
+        ],
+    ),
+    *group(
+        YAML_LOAD,
+        YAML,
+        rows=[
+            ("yaml-no-loader", "import yaml\nyaml.load(f)", True),
+            ("yaml-unsafe-loader", "import yaml\nyaml.load(f, Loader=yaml.Loader)", True),
+            ("yaml-safe-loader", "import yaml\nyaml.load(f, Loader=yaml.SafeLoader)", False),
+            (
+                "yaml-from-import",
+                "from yaml import SafeLoader, load\nload(f, Loader=SafeLoader)",
+                False,
+            ),
+            ("yaml-aliased", "import yaml as y\ny.load(f, Loader=y.CSafeLoader)", False),
+            ("yaml-positional-safe", "import yaml\nyaml.load(f, yaml.SafeLoader)", False),
+            ("yaml-positional-unsafe", "import yaml\nyaml.load(f, yaml.FullLoader)", True),
+            ("yaml-unresolved-loader", "import yaml\nyaml.load(f, Loader=self.loader)", True),
+            ("yaml-kwargs-splat", "import yaml\nyaml.load(f, **kw)", False),
+            (
+                "yaml-from-import-unsafe",
+                "from yaml import load, Loader\nload(f, Loader=Loader)",
+                True,
+            ),
+            ("yaml-safe-load", "import yaml\nyaml.safe_load(f)", False),
+        ],
+    ),
+    *group(
+        OPEN,
+        MODE_NOT_IN,
+        rows=[
+            ("not-in-literal-text", "open(p, 'r')", False),
+            ("not-in-literal-repr", "open(p, 'rb')", False),
+            ("not-in-literal-other", "open(p, 'w')", True),
+        ],
+    ),
+    *group(
+        NOW,
+        NAIVE_NOW,
+        rows=[
+            ("naive-now-from-import", "from datetime import datetime\ndatetime.now()", True),
+            ("naive-now-module", "import datetime\ndatetime.datetime.now()", True),
+            ("now-positional-tz", "from datetime import datetime as dt\ndt.now(utc)", False),
+            ("now-keyword-tz", "from datetime import datetime\ndatetime.now(tz=utc)", False),
+            ("now-star-args", "from datetime import datetime\ndatetime.now(*args)", False),
+        ],
+    ),
+    *group(
+        ["round"],
+        {"min_args": 2},
+        rows=[
+            ("min-args-met", "round(x, 2)", True),
+            ("min-args-not-met", "round(x)", False),
+        ],
+    ),
+    *group(
+        SLEEP,
+        {"inside": "async-def"},
+        rows=[
+            ("async-def", "import time\nasync def f():\n    time.sleep(1)", True),
+            (
+                "async-def-deep",
+                "async def f():\n    for i in x:\n        if y:\n            time.sleep(1)",
+                True,
+            ),
+            ("async-def-sync-def", "import time\ndef f():\n    time.sleep(1)", False),
+            (
+                "async-def-nested-sync-def",
+                "async def f():\n    def g():\n        time.sleep(1)",
+                False,
+            ),
+            ("async-def-lambda", "async def f():\n    await run(lambda: time.sleep(1))", False),
+            ("async-def-module-level", "import time\ntime.sleep(1)", False),
+        ],
+    ),
+    *group(
+        PRINT,
+        {"inside": "function"},
+        rows=[
+            ("function", "def f():\n    print(1)", True),
+            ("function-module-level", "print(1)", False),
+            ("function-class-body", "class A:\n    print(1)", False),
+            ("function-default-value", "def f(x=print(1)):\n    pass", False),
+        ],
+    ),
+    *group(
+        EXECUTE,
+        {"inside": "loop"},
+        rows=[
+            ("loop-for-body", "for r in rows:\n    cur.execute(q, r)", True),
+            ("loop-while", "while True:\n    cur.execute(q)", True),
+            (
+                "loop-async-for",
+                "async def f():\n    async for r in rows:\n        await cur.execute(q)",
+                True,
+            ),
+            ("loop-comprehension", "[cur.execute(q, r) for r in rows]", True),
+            ("loop-iterable-once", "for r in cur.execute(q):\n    pass", False),
+            ("loop-else", "for r in rows:\n    pass\nelse:\n    cur.execute(q)", False),
+            ("loop-outside", "cur.execute(q)", False),
+        ],
+    ),
+    *group(
+        PRINT,
+        {"inside": "except-handler"},
+        rows=[
+            ("except-handler", "try:\n    x()\nexcept ValueError:\n    print('x')", True),
+            (
+                "except-handler-try-body",
+                "try:\n    print('x')\nexcept ValueError:\n    pass",
+                False,
+            ),
+            ("except-handler-finally", "try:\n    x()\nfinally:\n    print('x')", False),
+        ],
+    ),
+    *group(
+        OPEN,
+        {"not_inside": "with"},
+        rows=[
+            ("with-missing", "f = open('x')", True),
+            ("with-header", "with open('x') as f:\n    pass", False),
+            ("with-two-items", "with open('a') as f, open('b') as g:\n    pass", False),
+            ("with-body", "with lock:\n    data = open('x').read()", False),
+            (
+                "with-other-function",
+                "def f():\n    with open('x'):\n        pass\n\ndef g():\n    open('y')",
+                True,
+            ),
+            (
+                "with-nested-def",
+                "with open('a') as f:\n    def g():\n        return open('b')",
+                True,
+            ),
+            (
+                "async-with-is-not-with",
+                "async def f():\n    async with open('x') as fh:\n        pass",
+                True,
+            ),
+        ],
+    ),
+    *group(
+        ["aiofiles.open"],
+        {"not_inside": "async-with"},
+        rows=[
+            (
+                "async-with",
+                "import aiofiles\nasync def f():\n    async with aiofiles.open('x'):\n        pass",
+                False,
+            ),
+            (
+                "async-with-missing",
+                "import aiofiles\nasync def f():\n    fh = await aiofiles.open('x')",
+                True,
+            ),
+        ],
+    ),
+    *group(
+        EXECUTE,
+        SQL,
+        rows=[
+            ("sql-fstring", "cur.execute(f'SELECT * FROM t WHERE id = {uid}')", True),
+            ("sql-fstring-no-placeholder", "cur.execute(f'SELECT 1')", False),
+            ("sql-percent", "cur.execute('SELECT * FROM t WHERE id = %s' % uid)", True),
+            ("sql-percent-literal", "cur.execute('SELECT %s' % 'x')", False),
+            ("sql-concat", "cur.execute('SELECT * FROM t WHERE id = ' + uid)", True),
+            ("sql-concat-three", "cur.execute('SELECT ' + col + ' FROM t')", True),
+            ("sql-concat-literals", "cur.execute('SELECT * ' + 'FROM t')", False),
+            ("sql-format", "cur.execute('SELECT * FROM t WHERE id = {}'.format(uid))", True),
+            ("sql-qmark-parameters", "cur.execute('SELECT * FROM t WHERE id = ?', (uid,))", False),
+            (
+                "sql-percent-s-parameters",
+                "cur.execute('SELECT * FROM t WHERE id = %s', (uid,))",
+                False,
+            ),
+            (
+                "sql-multiline-concat",
+                "cur.execute(\n    'SELECT * FROM t '\n    'WHERE id = ' + uid\n)",
+                True,
+            ),
+            ("sql-variable-fstring", "q = f'SELECT {x}'\ncur.execute(q)", True),
+            ("sql-variable-literal", "q = 'SELECT 1'\ncur.execute(q)", False),
+            (
+                "sql-variable-augmented",
+                "q = 'SELECT * FROM t WHERE '\nq += 'id = ' + uid\ncur.execute(q)",
+                True,
+            ),
+            (
+                "sql-variable-augmented-literal",
+                "q = 'SELECT * '\nq += 'FROM t'\ncur.execute(q)",
+                False,
+            ),
+            ("sql-variable-reassigned", "q = f'SELECT {x}'\nq = 'SELECT 1'\ncur.execute(q)", False),
+            (
+                "sql-variable-in-function",
+                "def f(uid):\n    sql = 'SELECT ' + str(uid)\n    cur.execute(sql)",
+                True,
+            ),
+            (
+                "sql-module-variable-in-function",
+                "Q = f'SELECT {T}'\ndef f():\n    cur.execute(Q)",
+                True,
+            ),
+            ("sql-parameter-shadows-module", "q = f'{x}'\ndef f(q):\n    cur.execute(q)", False),
+            ("sql-no-argument", "cur.execute()", False),
+            ("sql-in-comment", "# cur.execute(f'{x}')\ncur.execute('SELECT 1')", False),
+        ],
+    ),
+    *group(
+        ["*.run"],
+        {"arg_dynamic_string": 0, "positional": {"sql": 0}},
+        rows=[("sql-keyword-mapped-to-index", "db.run(sql=f'SELECT {x}')", True)],
+    ),
+    *group(
+        RUN,
+        {**SHELL, "inside": "function"},
+        rows=[
+            ("all-conditions-hold", "def f():\n    subprocess.run(c, shell=True)", True),
+            ("one-condition-fails", "subprocess.run(c, shell=True)", False),
+        ],
+    ),
+]
+# Rows that use a module without importing it get the import, so that each row
+# tests its condition rather than name resolution.
+PRELUDE = "import subprocess, requests, time\n"
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), WHERE)
+def test_forbid_call_where(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(PRELUDE + code, rule="forbid-call", names=names, where=where)
+    assert result.passed is not violates, result.reason
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), WHERE)
+def test_require_call_where(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(PRELUDE + code, rule="require-call", names=names, where=where)
+    assert result.passed is violates, result.reason
+
+
+# --- reasons ----------------------------------------------------------------
+
+REASONS = [
+    pytest.param(
+        {"rule": "forbid-call", "names": RUN, "where": SHELL},
+        "import subprocess as sp\n\nsp.run(cmd, shell=True)\n",
+        "forbidden call subprocess.run(shell=True) at line 3",
+        id="shell-true",
+    ),
+    pytest.param(
+        {"rule": "forbid-call", "names": EXECUTE, "where": SQL},
+        "cur.execute(f'SELECT {x}')\n",
+        "forbidden call cur.execute(<dynamic string>) at line 1",
+        id="unresolved-receiver-shown-as-written",
+    ),
+    pytest.param(
+        {"rule": "forbid-call", "names": NOW, "where": NAIVE_NOW},
+        "from datetime import datetime\nt = datetime.now()\n",
+        "forbidden call datetime.datetime.now() at line 2",
+        id="no-arguments-shown",
+    ),
+    pytest.param(
+        {"rule": "forbid-call", "names": YAML_LOAD, "where": YAML},
+        "import yaml\nyaml.load(f, yaml.Loader)\n",
+        "forbidden call yaml.load(Loader=yaml.Loader) at line 2",
+        id="positional-shown-as-keyword",
+    ),
+    pytest.param(
+        {"rule": "forbid-call", "names": ["eval"]},
+        "eval(a)\neval(b)\neval(c)\neval(d)\neval(e)\n",
+        "forbidden call eval() at line 1; forbidden call eval() at line 2; "
+        "forbidden call eval() at line 3; and 2 more",
+        id="many-hits-shortened",
+    ),
+    pytest.param(
+        {"rule": "forbid-import", "names": ["requests"]},
+        "import os\nfrom requests import get\n",
+        "forbidden import requests.get at line 2",
+        id="forbidden-import",
+    ),
+    pytest.param(
+        {"rule": "forbid-import", "names": ["requests"]},
+        "import httpx\n",
+        "no import of requests",
+        id="no-forbidden-import",
+    ),
+    pytest.param(
+        {"rule": "require-import", "names": ["httpx"]},
+        "import requests\n",
+        "missing required import: httpx",
+        id="missing-required-import",
+    ),
+    pytest.param(
+        {"rule": "require-import", "names": ["httpx", "aiohttp"]},
+        "import requests\n",
+        "missing required import (any of): httpx, aiohttp",
+        id="missing-required-import-any-of",
+    ),
+    pytest.param(
+        {"rule": "require-import", "names": ["httpx"]},
+        "import os\nimport httpx\n",
+        "imports httpx at line 2",
+        id="found-required-import",
+    ),
+    pytest.param(
+        {"rule": "require-call", "names": ["yaml.safe_load", "json.loads"]},
+        "import yaml\nyaml.load(f)\n",
+        "missing required call (any of): yaml.safe_load, json.loads",
+        id="missing-required-call",
+    ),
+    pytest.param(
+        {"rule": "require-call", "names": GET, "where": {"keyword": {"timeout": 5}}},
+        "import requests\nrequests.get(u)\n",
+        "missing required call: requests.get where {'keyword': {'timeout': 5}}",
+        id="missing-required-call-where",
+    ),
+    pytest.param(
+        {"rule": "require-call", "names": ["httpx.get"]},
+        "import httpx\n\nhttpx.get(u)\n",
+        "calls httpx.get() at line 3",
+        id="found-required-call",
+    ),
+    pytest.param(
+        {"rule": "forbid-construct", "construct": "bare-except"},
+        "try:\n    x()\nexcept:\n    pass\n",
+        "bare except at line 3",
+        id="construct",
+    ),
+    pytest.param(
+        {"rule": "forbid-construct", "construct": "bare-except"},
+        "x = 1\n",
+        "no bare except",
+        id="no-construct",
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "code", "reason"), REASONS)
+def test_reason(params: dict[str, Any], code: str, reason: str) -> None:
+    result = check(code, **params)
+    assert result.reason == reason
+    if not result.passed and params["rule"].startswith("require"):
+        assert result.evidence == ()
+
+
+# --- forbid-construct -------------------------------------------------------
+
+TRY = "try:\n    x()\n"
+CONSTRUCTS = [
+    *group(
+        "bare-except",
+        rows=[
+            ("bare-except", TRY + "except:\n    log()", [3]),
+            ("bare-except-typed", TRY + "except Exception:\n    pass", []),
+        ],
+    ),
+    *group(
+        "broad-except-swallow",
+        rows=[
+            ("swallow-exception-pass", TRY + "except Exception:\n    pass", [3]),
+            ("swallow-base-exception-ellipsis", TRY + "except BaseException:\n    ...", [3]),
+            ("swallow-bare", TRY + "except:\n    pass", [3]),
+            ("swallow-named", TRY + "except Exception as e:\n    pass", [3]),
+            ("swallow-tuple", TRY + "except (ValueError, Exception):\n    pass", [3]),
+            (
+                "swallow-continue",
+                "for i in y:\n    try:\n        x()\n    except Exception:\n        continue",
+                [4],
+            ),
+            ("swallow-narrow", TRY + "except ValueError:\n    pass", []),
+            ("swallow-logged", TRY + "except Exception:\n    log.exception('x')", []),
+            ("swallow-reraised", TRY + "except Exception:\n    pass\n    raise", []),
+        ],
+    ),
+    *group(
+        "star-import",
+        rows=[
+            ("star-import", "from os import *", [1]),
+            ("star-import-relative", "from . import *", [1]),
+            ("star-import-named", "from os import path", []),
+        ],
+    ),
+    *group(
+        "global-statement",
+        rows=[
+            ("global", "def f():\n    global X\n    X = 1", [2]),
+            ("nonlocal-is-not-global", "def f():\n    x = 1\n    def g():\n        nonlocal x", []),
+        ],
+    ),
+    *group(
+        "mutable-default-arg",
+        rows=[
+            ("mutable-list", "def f(x=[]):\n    pass", [1]),
+            ("mutable-dict", "def f(x={}):\n    pass", [1]),
+            ("mutable-set-literal", "async def f(x={1}):\n    pass", [1]),
+            ("mutable-set-call", "def f(x=set()):\n    pass", [1]),
+            ("mutable-list-call", "def f(x=list()):\n    pass", [1]),
+            ("mutable-kwonly-dict-call", "def f(*, x=dict()):\n    pass", [1]),
+            ("mutable-comprehension", "def f(x=[i for i in y]):\n    pass", [1]),
+            ("mutable-lambda", "g = lambda x=[]: x", [1]),
+            ("mutable-method", "class A:\n    def f(self, a=1, b=[]):\n        pass", [2]),
+            ("immutable-none", "def f(x=None):\n    pass", []),
+            ("immutable-tuple", "def f(x=()):\n    pass", []),
+            ("immutable-frozenset", "def f(x=frozenset()):\n    pass", []),
+        ],
+    ),
+    *group(
+        "assert-statement",
+        rows=[
+            ("assert", "def f(x):\n    assert x > 0", [2]),
+            ("assert-in-string-or-comment", "s = 'assert x'\n# assert y", []),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("construct", "code", "lines"), CONSTRUCTS)
+def test_forbid_construct(construct: str, code: str, lines: list[int]) -> None:
+    result = check(code, rule="forbid-construct", construct=construct)
+    assert result.passed is (not lines), result.reason
+    assert [s.line for s in result.evidence] == lines
+
+
+def test_every_construct_is_tested() -> None:
+    assert {p.values[0] for p in CONSTRUCTS} == set(CONSTRUCT_LABELS)
+
+
+# --- evidence spans ---------------------------------------------------------
+
+EVAL = {"rule": "forbid-call", "names": ["eval"]}
+FORBID_RUN = {"rule": "forbid-call", "names": RUN}
+REQUESTS = {"rule": "forbid-import", "names": ["requests"]}
+RUN_CALL = "subprocess.run('ls', shell=True)"
+
+SPANS = [
+    *group(
+        FORBID_RUN,
+        rows=[
+            ("call-one-line", f"import subprocess\n{RUN_CALL}\n", [Span(2, 0, len(RUN_CALL))]),
+            ("call-indented", "def f():\n    subprocess.run(x)\n", [Span(2, 4, 17)]),
+            ("call-multiline", "x = subprocess.run(\n    'ls',\n)\n", [Span(1, 4, 15)]),
+        ],
+    ),
+    *group(
+        EVAL,
+        rows=[
+            ("call-nested", "print(eval(s))\n", [Span(1, 6, 7)]),
+            ("call-after-non-ascii", "s = 'héllo→'; eval(s)\n", [Span(1, 14, 7)]),
+            ("call-several", "eval(a)\nx = eval(b)\n", [Span(1, 0, 7), Span(2, 4, 7)]),
+        ],
+    ),
+    *group(
+        REQUESTS,
+        rows=[
+            ("import", "import os\nimport requests as r\n", [Span(2, 0, 20)]),
+            ("import-multiline", "from requests import (\n    get,\n)\n", [Span(1, 0, 22)]),
+            ("import-one-span-per-statement", "import requests, requests.auth\n", [Span(1, 0, 30)]),
+            ("import-dynamic", "m = __import__('requests')\n", [Span(1, 4, 22)]),
+            ("import-crlf", "import os\r\nimport requests\r\n", [Span(2, 0, 15)]),
+        ],
+    ),
+    *group(
+        {"rule": "forbid-construct", "construct": "bare-except"},
+        rows=[("construct-handler", "try:\n    x()\nexcept:\n    pass\n", [Span(3, 0, 7)])],
+    ),
+    *group(
+        {"rule": "forbid-construct", "construct": "mutable-default-arg"},
+        rows=[("construct-default", "def f(a, b=[]):\n    pass\n", [Span(1, 11, 2)])],
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "code", "spans"), SPANS)
+def test_evidence_spans(params: dict[str, Any], code: str, spans: list[Span]) -> None:
+    result = check(code, **params)
+    assert not result.passed
+    assert list(result.evidence) == spans
+    assert result.scope == "code"
+
+
+def test_span_points_at_the_text() -> None:
+    code = "import subprocess\n\ndef f():\n    out = subprocess.run(\n        cmd, shell=True)\n"
+    (span,) = check(code, **FORBID_RUN).evidence
+    line = code.splitlines()[span.line - 1]
+    assert line[span.col : span.col + span.length] == "subprocess.run("
+
+
+# --- unparseable and hostile code -------------------------------------------
+
+ALL_RULES = [
+    pytest.param({"rule": "forbid-import", "names": ["requests"]}, id="forbid-import"),
+    pytest.param({"rule": "require-import", "names": ["requests"]}, id="require-import"),
+    pytest.param({"rule": "forbid-call", "names": ["eval"]}, id="forbid-call"),
+    pytest.param({"rule": "require-call", "names": ["eval"]}, id="require-call"),
+    pytest.param({"rule": "forbid-construct", "construct": "bare-except"}, id="forbid-construct"),
+]
+
+UNPARSEABLE = group(
+    rows=[
+        ("syntax-error", "import os\ndef f(:\n    pass\n", 2),
+        ("python2-print", "print 'hello'\n", 1),
+        ("bad-indent", "def f():\nreturn 1\n", 2),
+        ("nul-byte", "x = 1\x00\n", 1),
+        ("too-deep-for-the-parser", "x = " + "+".join(["a"] * 20_000) + "\n", 1),
+    ],
+)
+
+
+@pytest.mark.parametrize("params", ALL_RULES)
+@pytest.mark.parametrize(("code", "line"), UNPARSEABLE)
+def test_unparseable_code_fails_with_reason(params: dict[str, Any], code: str, line: int) -> None:
+    result = check(code, **params)
+    assert not result.passed
+    assert result.reason.startswith("code does not parse: ")
+    assert result.reason.endswith(f"(line {line})")
+
+
+HOSTILE = group(
+    rows=[
+        ("long-concatenation", "cur.execute('a' + " + " + ".join(["x"] * 900) + ")\n"),
+        ("long-percent-chain", "cur.execute('%s' % " + " % ".join(["x"] * 900) + ")\n"),
+        ("deep-nesting", "".join(" " * i + f"def f{i}():\n" for i in range(90)) + " " * 90 + "1\n"),
+        ("deep-calls", "x = " + "f(" * 150 + ")" * 150 + "\n"),
+        ("empty", ""),
+    ],
+)
+
+
+@pytest.mark.parametrize("params", ALL_RULES)
+@pytest.mark.parametrize("code", HOSTILE)
+def test_hostile_code_does_not_raise(params: dict[str, Any], code: str) -> None:
+    assert isinstance(check(code, **params), CheckResult)
+
+
+def test_long_concatenation_is_still_dynamic() -> None:
+    code = "cur.execute('SELECT ' + " + " + ".join(["x"] * 900) + ")\n"
+    assert not check(code, rule="forbid-call", names=EXECUTE, where=SQL).passed
+
+
+def test_recursion_error_becomes_a_failed_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(self: object, tree: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(python_ast._Walker, "walk", explode)
+    result = check("x = eval\n", rule="forbid-call", names=["eval"])
+    assert not result.passed
+    assert result.reason.startswith("code too complex to analyse")
+
+
+STDLIB = ["subprocess.py", "asyncio/tasks.py", "json/decoder.py", "dataclasses.py"]
+
+
+@pytest.mark.parametrize("params", ALL_RULES)
+def test_real_modules_do_not_raise(params: dict[str, Any]) -> None:
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    root = Path(sys.base_prefix) / "lib" / version
+    for name in STDLIB:
+        path = root / name
+        if path.exists():
+            assert isinstance(check(path.read_text(encoding="utf-8"), **params), CheckResult)
+
+
+# --- sharing and purity -----------------------------------------------------
+
+
+def test_analysis_is_shared_between_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    walks: list[object] = []
+    original = python_ast._Walker.walk
+
+    def counting(self: python_ast._Walker, tree: Any) -> None:
+        walks.append(tree)
+        original(self, tree)
+
+    monkeypatch.setattr(python_ast._Walker, "walk", counting)
+    # Mention every rule's words so that none is settled by the text prefilter.
+    subject = Subject(
+        "import subprocess, requests, httpx, yaml, json\nsubprocess.run(c, shell=True)\n"
+        "# eval exec print open execute except global assert def lambda *\n"
+    )
+    for params in ALL_RULES:
+        run_python_ast(Params.model_validate(params.values[0]), subject)
+    assert len(walks) == 1
+    assert python_ast.CACHE_KEY in subject.cache
+
+
+def test_same_input_same_result() -> None:
+    code = "import yaml\nyaml.load(f)\ncur.execute(f'{x}')\n"
+    params = Params.model_validate({"rule": "forbid-call", "names": EXECUTE, "where": SQL})
+    assert run_python_ast(params, Subject(code)) == run_python_ast(params, Subject(code))
+
+
+# --- parameters -------------------------------------------------------------
+
+
+def call_params(where: dict[str, Any]) -> dict[str, Any]:
+    return {"rule": "forbid-call", "names": ["x"], "where": where}
+
+
+INVALID_PARAMS = group(
+    rows=[
+        ("unknown-rule", {"rule": "forbid-thing", "names": ["x"]}),
+        ("names-missing", {"rule": "forbid-call"}),
+        ("names-empty", {"rule": "require-import", "names": []}),
+        ("construct-missing", {"rule": "forbid-construct"}),
+        ("construct-unknown", {"rule": "forbid-construct", "construct": "print-call"}),
+        (
+            "construct-with-names",
+            {"rule": "forbid-construct", "construct": "star-import", "names": ["x"]},
+        ),
+        (
+            "construct-on-import-rule",
+            {"rule": "forbid-import", "names": ["x"], "construct": "star-import"},
+        ),
+        (
+            "where-on-import-rule",
+            {"rule": "forbid-import", "names": ["x"], "where": {"min_args": 1}},
+        ),
+        (
+            "where-on-construct",
+            {"rule": "forbid-construct", "construct": "star-import", "where": {}},
+        ),
+        ("extra-field", {"rule": "forbid-call", "names": ["x"], "bogus": 1}),
+        ("name-empty", {"rule": "forbid-call", "names": [""]}),
+        ("name-star-alone", {"rule": "forbid-call", "names": ["*"]}),
+        ("name-double-dot", {"rule": "forbid-call", "names": ["a..b"]}),
+        ("name-inner-star", {"rule": "forbid-call", "names": ["a.*.b"]}),
+        ("name-both-stars", {"rule": "forbid-call", "names": ["*.a.*"]}),
+        ("name-relative", {"rule": "forbid-import", "names": [".utils"]}),
+        ("where-extra-field", call_params({"bogus": 1})),
+        ("min-above-max", call_params({"min_args": 2, "max_args": 1})),
+        ("negative-index", call_params({"arg_dynamic_string": -1})),
+        ("keyword-not-identifier", call_params({"keyword": {"a b": 1}})),
+        ("positional-unused", call_params({"positional": {"Loader": 1}})),
+        ("inside-unknown", call_params({"inside": "class"})),
+        ("keyword-value-not-literal", call_params({"keyword": {"a": [1]}})),
+    ],
+)
+
+
+@pytest.mark.parametrize("params", INVALID_PARAMS)
+def test_invalid_params_are_refused(params: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Params.model_validate(params)
+
+
+def test_keyword_values_keep_their_type() -> None:
+    values = {"b": True, "i": 1, "f": 1.5, "s": "x", "n": None}
+    where = Params.model_validate(call_params({"keyword": values})).where
+    assert where is not None
+    assert [type(v) for v in where.keyword.values()] == [bool, int, float, str, type(None)]
+
+
+def test_construct_key_is_construct() -> None:
+    params = Params.model_validate({"rule": "forbid-construct", "construct": "star-import"})
+    assert params.construct_kind == "star-import"
+    assert "construct" in Params.model_json_schema()["properties"]
+
+
+def test_kind_is_registered() -> None:
+    kind = base._REGISTRY["python-ast"]
+    assert kind.params is Params
+    assert kind.run is run_python_ast
+    assert kind.description
+    assert not kind.executes_code
