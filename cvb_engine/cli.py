@@ -11,10 +11,11 @@ from typing import Any
 from sqlmodel import col, select
 
 from cvb_engine import lint as lint_mod
-from cvb_engine.metrics import summarize, summarize_rows
-from cvb_engine.report import markdown, records_csv
+from cvb_engine.metrics import ivr, summarize, summarize_rows
+from cvb_engine.report import ivr_markdown, markdown, records_csv
 from cvb_engine.results import (
     ResultsFileError,
+    db_ivr_rows,
     db_tallies,
     export_results,
     iter_run_records,
@@ -165,7 +166,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             data = load_results_file(target)
         except ResultsFileError as exc:
             raise CliError(str(exc)) from None
-        summary = summarize_rows(rows_from_results(data))
+        rows = rows_from_results(data)
+        summary = summarize_rows(rows)
+        ivr_results = ivr(rows)
         run_id = str((data.get("run") or {}).get("id", Path(target).stem))
     else:
         run_id = target or _latest_run_id(args.db)
@@ -175,11 +178,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                     f"no run {run_id!r} in {_safe_url(args.db)} (and no file {target!r})"
                 )
             summary = summarize(*db_tallies(session, [run_id]))
+            ivr_results = ivr(db_ivr_rows(session, [run_id]))
             data = export_results(session, run_id) if (args.json or args.csv) else {}
     meta = {"run": run_id, "prompt version": data.get("prompt_version", "–") if data else "–"}
     if not data:
         meta.pop("prompt version")
     text = markdown(summary, title=f"CVB results: {run_id}", meta=meta)
+    if ivr_results:
+        text += "\n" + ivr_markdown(ivr_results)
     if args.markdown:
         write_text_atomic(args.markdown, text + "\n")
     if args.json:

@@ -10,7 +10,7 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from cvb_engine.metrics import Interval, Rate, Summary
+from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary
 
 CSV_FIELDS = (
     "model",
@@ -124,6 +124,94 @@ def markdown(
         )
         out.append("")
     return "\n".join(out)
+
+
+def fmt_interval(value: Interval) -> str:
+    if value.value is None:
+        return "–"
+    if value.low is None or value.high is None:
+        return f"{value.value:.3f}"
+    return f"{value.value:.3f} [{value.low:.3f}, {value.high:.3f}]"
+
+
+def ivr_markdown(results: dict[tuple[str, str], IVRSummary]) -> str:
+    """The IVR section: IVR with CI, stated pass rate, bimodality, per-constraint failures."""
+    if not results:
+        return ""
+    out = ["## Intent Violation Rate (IVR)", ""]
+    out += _table(
+        [
+            "model",
+            "arm",
+            "stated-test pass rate",
+            "IVR [95% CI]",
+            "problems (qualifying / excluded)",
+            "at IVR 0 or 1",
+        ],
+        (
+            [
+                r.model,
+                r.arm,
+                f"{r.stated_pass_rate:.1%} ({r.n_stated_passed}/{r.n_solutions})"
+                if r.stated_pass_rate is not None
+                else "–",
+                fmt_interval(r.ivr),
+                f"{r.n_qualifying} / {len(r.excluded)}",
+                f"{r.extreme_share:.1%} ({r.n_extreme}/{r.n_qualifying})"
+                if r.extreme_share is not None
+                else "–",
+            ]
+            for r in results.values()
+        ),
+    )
+    positions = sorted({k for r in results.values() for k in r.constraint_fail})
+    out += ["", "Failure rate per hidden constraint among stated-passing solutions:", ""]
+    out += _table(
+        ["model", "arm", *positions],
+        (
+            [r.model, r.arm, *(fmt_rate(r.constraint_fail.get(k), counts=True) for k in positions)]
+            for r in results.values()
+        ),
+    )
+    excluded = [
+        f"{r.model} / {r.arm}: {', '.join(r.excluded)}" for r in results.values() if r.excluded
+    ]
+    if excluded:
+        out += ["", "Excluded problems (no stated-passing solution):", ""]
+        out += [f"- {line}" for line in excluded]
+    out += [
+        "",
+        "IVR per problem = stated-passing solutions failing ≥ 1 hidden test / stated-passing "
+        "solutions; reported IVR = mean over problems with ≥ 1 stated-passing solution; "
+        "CI: bootstrap over problems, 10,000 resamples, fixed seed.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def ivr_dict(results: dict[tuple[str, str], IVRSummary]) -> list[dict[str, Any]]:
+    """IVR summaries for the results file."""
+    return [
+        {
+            "model": r.model,
+            "arm": r.arm,
+            "ivr": r.ivr.value,
+            "ivr_ci95": [r.ivr.low, r.ivr.high],
+            "stated_pass_rate": r.stated_pass_rate,
+            "n_solutions": r.n_solutions,
+            "n_stated_passed": r.n_stated_passed,
+            "qualifying_problems": r.n_qualifying,
+            "share_at_0_or_1": r.extreme_share,
+            "per_problem": {
+                p: {"violating": v, "stated_passed": n} for p, (v, n) in r.per_problem.items()
+            },
+            "constraint_failure": {
+                k: {"failed": v.k, "of": v.n} for k, v in r.constraint_fail.items()
+            },
+            "excluded": r.excluded,
+        }
+        for r in results.values()
+    ]
 
 
 def _counts(rate: Rate | None) -> str:

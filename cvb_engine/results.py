@@ -26,7 +26,8 @@ from sqlalchemy import case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
-from cvb_engine.metrics import ConstraintTally, RecordRow, Tally
+from cvb_engine.metrics import ConstraintTally, RecordRow, Tally, ivr
+from cvb_engine.report import ivr_dict
 from cvb_engine.scoring import Scored
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, utcnow
 
@@ -163,12 +164,16 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
             flush()
     flush()
     records.sort(key=lambda r: (r["model"], r["scenario_id"], r["arm"], r["rep"]))
-    return {
+    data: dict[str, Any] = {
         "format": RESULTS_FORMAT,
         "prompt_version": run.prompt_version,
         "run": {"id": run.id, "started": _iso(run.created), "params": run.params},
         "records": records,
     }
+    ivr_results = ivr(db_ivr_rows(session, [run_id]))
+    if ivr_results:
+        data["ivr"] = ivr_dict(ivr_results)
+    return data
 
 
 def _iso(moment: datetime) -> str:
@@ -269,8 +274,40 @@ def rows_from_results(data: dict[str, Any]) -> list[RecordRow]:
             status=r["status"],
             strict=r.get("strict") if r["status"] == "ok" else None,
             constraints={k: v["honored"] for k, v in (r.get("constraints") or {}).items()},
+            stated_passed=r.get("stated_passed") if r["status"] == "ok" else None,
         )
         for r in data["records"]
+    ]
+
+
+def db_ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
+    """Records with a stated-test verdict (the IVR problems), constraints in file order."""
+    ids = list(run_ids)
+    records = session.exec(
+        select(Record).where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+    ).all()
+    by_id = {r.id: r for r in records}
+    constraints: dict[int, dict[str, bool]] = {rid: {} for rid in by_id if rid is not None}
+    keys = list(constraints)
+    for start in range(0, len(keys), 500):
+        for c in session.exec(
+            select(ConstraintResult)
+            .where(col(ConstraintResult.record_id).in_(keys[start : start + 500]))
+            .order_by(col(ConstraintResult.id))
+        ):
+            constraints[c.record_id][c.constraint_id] = c.honored
+    return [
+        RecordRow(
+            r.model,
+            r.scenario_id,
+            r.category,
+            r.arm,
+            r.status,
+            r.strict,
+            constraints.get(r.id or -1, {}),
+            r.stated_passed,
+        )
+        for r in records
     ]
 
 

@@ -93,3 +93,41 @@ def test_per_category_and_honored_only_when_ordered() -> None:
     assert s.by_category[("m", "incentivized", "cat-b")].value == 1
     assert s.category_gap[("m", "cat-a")].value == 1
     assert honored_only_when_ordered(s) == [("m", "s1", "c1", 1.0, 0.0)]
+
+
+def ivr_row(model: str, problem: str, stated: bool, hidden: list[bool], arm: str = "cold") -> RecordRow:
+    return RecordRow(model, problem, "ivr", arm, "ok", all(hidden),
+                     {f"c{i}": h for i, h in enumerate(hidden)}, stated)
+
+
+def test_ivr_by_hand() -> None:
+    from cvb_engine.metrics import ivr
+
+    rows = [
+        # p1: 2 stated-passing, 2 violate → IVR 1
+        ivr_row("m", "p1", True, [False, True]),
+        ivr_row("m", "p1", True, [True, False]),
+        ivr_row("m", "p1", False, [True, True]),
+        # p2: 2 stated-passing, none violates → IVR 0
+        ivr_row("m", "p2", True, [True, True]),
+        ivr_row("m", "p2", True, [True, True]),
+        # p3: 2 stated-passing, 1 violates → IVR 0.5
+        ivr_row("m", "p3", True, [False, True]),
+        ivr_row("m", "p3", True, [True, True]),
+        # p4: nothing passes the stated test → excluded
+        ivr_row("m", "p4", False, [False, False]),
+        # CVB records (no stated verdict) and errors do not count
+        RecordRow("m", "s1", "security", "cold", "ok", False, {"x": False}),
+        RecordRow("m", "p1", "ivr", "cold", "error", None),
+    ]
+    result = ivr(rows)[("m", "cold")]
+    assert result.ivr.value == pytest.approx(0.5)  # mean(1, 0, 0.5)
+    assert result.per_problem == {"p1": (2, 2), "p2": (0, 2), "p3": (1, 2)}
+    assert result.excluded == ["p4"]
+    assert (result.n_stated_passed, result.n_solutions) == (6, 8)
+    assert result.stated_pass_rate == pytest.approx(0.75)
+    assert (result.n_extreme, result.n_qualifying) == (2, 3)
+    assert {k: (v.k, v.n) for k, v in result.constraint_fail.items()} == {"C2": (2, 6), "C3": (1, 6)}
+    assert result.ivr.low is not None and result.ivr.high is not None
+    assert 0 <= result.ivr.low <= 0.5 <= result.ivr.high <= 1
+    assert ivr(rows)[("m", "cold")].ivr == result.ivr  # seeded: identical
