@@ -27,7 +27,7 @@ from cvb_engine.results import (
 )
 from cvb_engine.scenario import ScenarioError, load_library
 from cvb_engine.scoring import score_response
-from cvb_engine.store import Record, Run, database_url, session_scope
+from cvb_engine.store import Record, Run, StoreError, database_url, session_scope
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler]] = {}
@@ -80,6 +80,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         if f.severity == "error" or not args.quiet:
             print(f)
     files = len(lint_mod.discover(args.paths))
+    sys.stdout.flush()
     print(f"{files} file(s): {errors} error(s), {warnings} warning(s)", file=sys.stderr)
     return 1 if errors else 0
 
@@ -274,7 +275,7 @@ def _load_plugins() -> None:
     """Import modules that add subcommands of their own (they register on import)."""
     import importlib
 
-    for module in ("cvb_engine.runner",):
+    for module in ("cvb_engine.runner", "cvb_engine.dbtools"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -287,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
-    except CliError as exc:
+    except (CliError, StoreError) as exc:
         print(f"cvb: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

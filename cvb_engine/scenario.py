@@ -349,7 +349,9 @@ def _validation_problems(
         code = "E002"
         if message.startswith("unknown check kind"):
             code = "E006"
-        elif "pattern does not compile" in message:
+        elif "checks" in loc[:-1] or (len(loc) > 2 and loc[-2] == "checks"):
+            # anything wrong with a check's own parameters (a regex that does
+            # not compile, a rule without names, an unknown flag)
             code = "E007"
         elif err["type"] == "literal_error" and loc and loc[-1] == "category":
             code = "E005"

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, Index, Text, UniqueConstraint, event
-from sqlalchemy.engine import Engine
+from sqlalchemy import Column, Index, Text, UniqueConstraint, event, inspect, text
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
 _SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
 
@@ -101,7 +101,10 @@ class Record(SQLModel, table=True):
 class ConstraintResult(SQLModel, table=True):
     """Whether one record honored one constraint (kept apart for aggregation in SQL)."""
 
-    __table_args__ = (UniqueConstraint("record_id", "constraint_id", name="uq_constraint_result"),)
+    __table_args__ = (
+        UniqueConstraint("record_id", "constraint_id", name="uq_constraint_result"),
+        Index("ix_constraintresult_constraint_id", "constraint_id"),  # schema 2
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     record_id: int = Field(foreign_key="record.id", index=True)
@@ -151,7 +154,11 @@ _ENGINES: dict[str, Engine] = {}
 
 
 def get_engine(url: str | None = None, *, create: bool = True) -> Engine:
-    """An engine for ``url`` (cached per URL), with the schema created if missing."""
+    """An engine for ``url`` (cached per URL), with the schema created if missing.
+
+    With ``create=False`` the schema is neither created nor checked (``cvb db``
+    uses this to inspect and migrate stores of other versions).
+    """
     resolved = database_url(url)
     engine = _ENGINES.get(resolved)
     if engine is not None:
@@ -167,24 +174,101 @@ def get_engine(url: str | None = None, *, create: bool = True) -> Engine:
     if resolved.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
     if create:
-        init_schema(engine)
-    _ENGINES[resolved] = engine
+        try:
+            init_schema(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        _ENGINES[resolved] = engine
     return engine
 
 
+class StoreError(RuntimeError):
+    """A store that cannot be used as it is (wrong schema version); the message says what to do."""
+
+
+def _label(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+def _migrate_1_to_2(conn: Connection) -> None:
+    # Per-constraint views group by constraint id across 100,000s of rows.
+    conn.execute(
+        text(
+            "CREATE INDEX IF NOT EXISTS ix_constraintresult_constraint_id "
+            "ON constraintresult (constraint_id)"
+        )
+    )
+
+
+#: MIGRATIONS[n] takes a store from schema n to n + 1.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2}
+
+
+def stored_version(engine: Engine) -> int | None:
+    """The store's schema version; None for an empty database, 1 for a store
+    made before versioning (its tables exist but no version row)."""
+    tables = set(inspect(engine).get_table_names())
+    if "record" not in tables:
+        return None
+    if "meta" not in tables:
+        return 1
+    with engine.connect() as conn:
+        value = conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar()
+    return int(value) if value is not None else 1
+
+
 def init_schema(engine: Engine) -> None:
-    """Create missing tables and record the schema version; refuse a newer store."""
-    SQLModel.metadata.create_all(engine)
-    with Session(engine) as session:
-        meta = session.get(Meta, "schema_version")
-        if meta is None:
-            session.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
-            session.commit()
-        elif int(meta.value) > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"the store at {engine.url.render_as_string(hide_password=True)} has schema version "
-                f"{meta.value}, newer than this cvb ({SCHEMA_VERSION}); upgrade cvb-studio"
-            )
+    """Create a new store, or check that an existing one has this cvb's schema.
+
+    An older store is refused with the command that migrates it; a newer one
+    is refused rather than touched.
+    """
+    version = stored_version(engine)
+    if version is None:
+        SQLModel.metadata.create_all(engine)
+        with Session(engine) as session:
+            if session.get(Meta, "schema_version") is None:
+                session.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+                session.commit()
+        return
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the store at {_label(engine)} has schema version {version}, newer than this "
+            f"cvb-studio understands ({SCHEMA_VERSION}); upgrade cvb-studio to use it"
+        )
+    if version < SCHEMA_VERSION:
+        raise StoreError(
+            f"the store at {_label(engine)} has schema version {version}; this cvb-studio uses "
+            f"{SCHEMA_VERSION}. Migrate it with: cvb db upgrade --db '{_label(engine)}'"
+        )
+
+
+def upgrade_schema(engine: Engine) -> list[int]:
+    """Migrate the store forward to :data:`SCHEMA_VERSION`; return the versions passed."""
+    version = stored_version(engine)
+    if version is None:
+        init_schema(engine)
+        return []
+    if version > SCHEMA_VERSION:
+        init_schema(engine)  # raises the "newer" error
+    passed = []
+    while version < SCHEMA_VERSION:
+        with engine.begin() as conn:
+            MIGRATIONS[version](conn)
+            SQLModel.metadata.create_all(conn)  # tables added by later versions
+            updated = conn.execute(
+                text("UPDATE meta SET value = :v WHERE key = 'schema_version'"),
+                {"v": str(version + 1)},
+            ).rowcount
+            if not updated:
+                conn.execute(
+                    text("INSERT INTO meta (key, value) VALUES ('schema_version', :v)"),
+                    {"v": str(version + 1)},
+                )
+        version += 1
+        passed.append(version)
+    return passed
 
 
 def dispose_engines() -> None:

@@ -6,15 +6,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --upgrade pip
-python3 -m pip install --quiet -e '.[dev]'
+python3 -m pip install --quiet -e '.[dev,ivr]'
 
 if [ "${CVB_SETUP_BROWSER:-0}" = "1" ]; then
   if ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" = "0" ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq chromium >/dev/null
+    apt_install chromium
   fi
   python3 -m pip install --quiet 'playwright>=1.40'
+fi
+# The exec check's strongest sandbox backend is bubblewrap (cvb_engine/sandbox.py);
+# without it the sandbox falls back to unshare, then to plain rlimits.
+if [ "$(id -u)" = "0" ] && [ -f /etc/debian_version ] && ! command -v bwrap >/dev/null 2>&1; then
+  if ! { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; then
+    echo "warning: could not install bubblewrap; the sandbox will use a weaker backend" >&2
+  fi
 fi
 mkdir -p data
 echo "setup done: try 'cvb lint scenarios' and 'cvb --help'"

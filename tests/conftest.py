@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pg_server import PgServer  # noqa: E402
 
 from cvb_engine.scenario import CANARY
 from cvb_engine.store import dispose_engines
@@ -65,8 +72,48 @@ def scenario_dir(tmp_path: Path) -> Path:
     return tmp_path / "scenarios"
 
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> Iterator[str]:
-    url = f"sqlite:///{tmp_path / 'cvb.db'}"
+@pytest.fixture(scope="session")
+def pg_base_url() -> Iterator[str | None]:
+    """A PostgreSQL server for the session, or None when none can be had.
+
+    With CVB_REQUIRE_PG=1 (set by .ci/run) a missing server is an error, not a skip.
+    """
+    given = os.environ.get("CVB_TEST_PG_URL")
+    if given:
+        yield given
+        return
+    server = PgServer()
+    try:
+        import psycopg  # noqa: F401
+
+        url: str | None = server.start()
+    except Exception as exc:
+        if os.environ.get("CVB_REQUIRE_PG") == "1":
+            raise
+        url = None
+        print(f"PostgreSQL unavailable, its tests are skipped: {exc}")
     yield url
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty store on each backend (one test, two runs)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'cvb.db'}"
+        dispose_engines()
+        return
+    base = request.getfixturevalue("pg_base_url")
+    if base is None:
+        pytest.skip("PostgreSQL is not available here")
+    import sqlalchemy
+
+    name = f"cvb_test_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    yield base.rsplit("/", 1)[0] + f"/{name}"
     dispose_engines()
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

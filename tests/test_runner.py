@@ -18,19 +18,21 @@ import re
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
+import sqlalchemy.exc
+from sqlalchemy.pool import NullPool
 from sqlmodel import Session
 
 from cvb_engine import runner
@@ -39,18 +41,18 @@ from cvb_engine.prompts import build_messages, messages_sha256
 from cvb_engine.results import db_tallies
 from cvb_engine.runner import DEFAULTS, BenchmarkRun, RunOptions, print_dry_run
 from cvb_engine.scenario import ARMS, CVB_CATEGORIES, load_library
-from cvb_engine.store import get_engine
+from cvb_engine.store import dispose_engines, get_engine
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 
 from fake_openai import CHAT_PATH, FakeOpenAI, FaultPlan  # noqa: E402
+from fake_openai import messages_sha256 as served_sha256  # noqa: E402
 
 FAKE_SCRIPT = TESTS / "fake_openai.py"
 KEY_VAR = "CVB_TEST_RUNNER_KEY"
 KEY = "sk-cvbtest-Zq7LeakCanary-3f9e1d0b7a"  # distinctive: grep-able in any byte dump
 SEED = DEFAULTS["seed"]
-CELL_COLUMNS = "model, scenario_id, arm, rep"
 
 COMPLIANT = (
     "```python\nimport httpx\n\n\ndef fetch_json(url):\n"
@@ -98,9 +100,7 @@ def prompt_index(scenarios: Path) -> dict[str, tuple[str, str]]:
 
 
 def cell_of(request: dict[str, Any], index: dict[str, tuple[str, str]]) -> Cell:
-    from fake_openai import messages_sha256 as fake_sha
-
-    sid, arm = index[fake_sha(request["messages"])]
+    sid, arm = index[served_sha256(request["messages"])]
     return request["model"], sid, arm, int(request.get("seed", SEED)) - SEED
 
 
@@ -127,19 +127,21 @@ def db_path(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///"))
 
 
-def query(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Read with plain sqlite3 (also while another process writes: WAL)."""
-    con = sqlite3.connect(db_path(url), timeout=10)
+def query(url: str, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+    """Read any store with a connection of its own (no pool: nothing stays open),
+    also while another process writes."""
+    engine = sqlalchemy.create_engine(url, poolclass=NullPool)
     try:
-        return con.execute(sql, params).fetchall()
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(sqlalchemy.text(sql), params)]
     finally:
-        con.close()
+        engine.dispose()
 
 
 def records(url: str, run_id: str) -> list[dict[str, Any]]:
     cols = ["id", "model", "scenario_id", "arm", "rep", "status", "error", "strict", "attempts"]
     cols += ["created", "messages_sha256", "n_constraints", "response"]
-    rows = query(url, f"SELECT {', '.join(cols)} FROM record WHERE run_id = ?", run_id)
+    rows = query(url, f"SELECT {', '.join(cols)} FROM record WHERE run_id = :r", r=run_id)
     return [dict(zip(cols, row, strict=True)) for row in rows]
 
 
@@ -157,7 +159,7 @@ def assert_exactly(recs: list[dict[str, Any]], expected: set[Cell]) -> None:
 
 
 def run_status(url: str, run_id: str) -> str:
-    return str(query(url, "SELECT status FROM run WHERE id = ?", run_id)[0][0])
+    return str(query(url, "SELECT status FROM run WHERE id = :r", r=run_id)[0][0])
 
 
 def chat_log(server: FakeOpenAI) -> list[Any]:
@@ -250,6 +252,14 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.delenv("CVB_DATABASE_URL", raising=False)
     monkeypatch.setenv(KEY_VAR, KEY)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> Iterator[str]:
+    """A SQLite store, for tests of HTTP behaviour (``db_url`` runs on every backend, and
+    is used where the store's own logic is under test: binding, resume, replacement)."""
+    yield f"sqlite:///{tmp_path / 'cvb.db'}"
+    dispose_engines()
 
 
 @pytest.fixture
@@ -404,7 +414,8 @@ def cli_run(valid_text: str, tmp_path_factory: pytest.TempPathFactory) -> CliRun
 
     def reply(request: dict[str, Any]) -> str | dict[str, Any]:
         if cell_of(request, index) == FAIL_CELL:
-            raise RuntimeError("this cell always fails")
+            # an endpoint that echoes the key in its error message: the runner must scrub it
+            raise RuntimeError(f"this cell always fails (key {KEY})")
         return policy(request)
 
     db = f"sqlite:///{tmp / 'cvb.db'}"
@@ -445,6 +456,7 @@ def test_cli_run_stores_the_matrix_and_reports_exclude_errors(cli_run: CliRun) -
     err = by_cell[FAIL_CELL]
     assert err["status"] == "error" and err["strict"] is None
     assert "HTTP 500" in err["error"] and "after 2 attempts" in err["error"]
+    assert "this cell always fails (key ***)" in err["error"]  # the echoed key, scrubbed
     assert err["attempts"] == 2
     assert all(r["strict"] is not None for c, r in by_cell.items() if c != FAIL_CELL)
 
@@ -466,9 +478,9 @@ def test_cli_run_stores_the_matrix_and_reports_exclude_errors(cli_run: CliRun) -
     with (cli_run.tmp / "r.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 84
-    assert [(r["model"], r["scenario_id"], r["arm"], r["rep"]) for r in rows if r["status"] == "error"] == [
-        (FAIL_CELL[0], FAIL_CELL[1], FAIL_CELL[2], str(FAIL_CELL[3]))
-    ]
+    assert [
+        (r["model"], r["scenario_id"], r["arm"], r["rep"]) for r in rows if r["status"] == "error"
+    ] == [(FAIL_CELL[0], FAIL_CELL[1], FAIL_CELL[2], str(FAIL_CELL[3]))]
     assert {r["strict"] for r in rows if r["status"] == "ok"} <= {"True", "False"}
 
 
@@ -572,10 +584,10 @@ def test_kill_9_then_resume_sends_only_the_missing_cells(tmp_path: Path, valid_t
         deadline = time.monotonic() + 30
         stored = 0
         while time.monotonic() < deadline and first.poll() is None:
-            try:
-                stored = query(db, "SELECT count(*) FROM record WHERE run_id = 'k9'")[0][0]
-            except sqlite3.Error:
-                stored = 0  # no database or no table yet
+            stored = 0
+            if db_path(db).exists():  # do not create it before the runner does
+                with suppress(sqlalchemy.exc.OperationalError):  # no table yet
+                    stored = query(db, "SELECT count(*) FROM record WHERE run_id = 'k9'")[0][0]
             if stored >= 12:
                 break
             time.sleep(0.01)
@@ -637,8 +649,9 @@ def fault_options(kind: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_transient_fault_is_retried_and_recovers(
-    tmp_path: Path, valid_text: str, db_url: str, kind: str
+    tmp_path: Path, valid_text: str, sqlite_url: str, kind: str
 ) -> None:
+    db_url = sqlite_url
     scenarios = tmp_path / "scenarios"
     sids = write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
     plan = FaultPlan(first_attempts=[kind], retry_after="0.2", hang_s=3)
@@ -655,13 +668,8 @@ def test_transient_fault_is_retried_and_recovers(
     assert sorted(per_request.values()) == [[kind, "ok"]] * 6
 
 
-@pytest.mark.parametrize("kind", FAULT_KINDS)
-def test_persistent_fault_becomes_an_error_record_then_retry_errors_fixes_it(
-    tmp_path: Path,
-    valid_text: str,
-    db_url: str,
-    kind: str,
-    capsys: pytest.CaptureFixture[str],
+def persistent_fault_then_retry_errors(
+    tmp_path: Path, valid_text: str, db_url: str, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scenarios = tmp_path / "scenarios"
     sids = write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
@@ -704,6 +712,23 @@ def test_persistent_fault_becomes_an_error_record_then_retry_errors_fixes_it(
             assert after[cell]["created"] == rec["created"]
 
 
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_persistent_fault_becomes_an_error_record_then_retry_errors_fixes_it(
+    tmp_path: Path,
+    valid_text: str,
+    sqlite_url: str,
+    kind: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    persistent_fault_then_retry_errors(tmp_path, valid_text, sqlite_url, kind, capsys)
+
+
+def test_retry_errors_replaces_error_records_in_place_on_every_store(
+    tmp_path: Path, valid_text: str, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    persistent_fault_then_retry_errors(tmp_path, valid_text, db_url, "503", capsys)
+
+
 @pytest.mark.parametrize(
     ("retry_after", "cap", "low", "high"),
     [
@@ -714,13 +739,14 @@ def test_persistent_fault_becomes_an_error_record_then_retry_errors_fixes_it(
 def test_retry_after_is_honoured_up_to_the_cap(
     tmp_path: Path,
     valid_text: str,
-    db_url: str,
+    sqlite_url: str,
     capsys: pytest.CaptureFixture[str],
     retry_after: str,
     cap: str,
     low: float,
     high: float,
 ) -> None:
+    db_url = sqlite_url
     scenarios = tmp_path / "scenarios"
     write_scenarios(scenarios, valid_text, 1, ["security"])
     plan = FaultPlan(first_attempts=["429"], retry_after=retry_after)
@@ -744,7 +770,9 @@ def test_missing_key_variable_is_named_and_nothing_is_sent(
     tmp_path: Path, scenario_dir: Path, server: FakeOpenAI
 ) -> None:
     db = f"sqlite:///{tmp_path / 'cvb.db'}"
-    proc = cvb(["run", "--models", "m-a", *cli_args(server.base_url, scenario_dir, db)], tmp_path, key=None)
+    proc = cvb(
+        ["run", "--models", "m-a", *cli_args(server.base_url, scenario_dir, db)], tmp_path, key=None
+    )
     assert_clean_failure(proc, KEY_VAR, "not set")
     assert server.log == []
 
@@ -754,6 +782,7 @@ def test_missing_key_variable_is_named_and_nothing_is_sent(
     [
         ("wrong-key", ["401", "refused the key", KEY_VAR]),
         ("unknown-model", ["m-x", "not offered", "catalog has: m-a, m-b"]),
+        ("no-default-model", ["none of the default models", "catalog has: m-a, m-b", "--models"]),
         ("unreachable", ["cannot reach", "127.0.0.1"]),
         ("key-revoked-mid-run", ["refused the API key (HTTP 401)"]),
     ],
@@ -779,9 +808,12 @@ def test_endpoint_problems_stop_the_run_with_a_clear_message(
             key = wrong_key
         elif case == "unknown-model":
             models = "m-a,m-x"
+        elif case == "no-default-model":
+            models = ""  # no --models: probe the catalog for the preferred ones
         elif case == "unreachable":
             url = f"http://127.0.0.1:{closed_port()}/v1"
-        argv = ["run", "--models", models, "--run-id", "e", "--concurrency", "2", "--runs", "1"]
+        argv = ["run", "--run-id", "e", "--concurrency", "2", "--runs", "1"]
+        argv += ["--models", models] if models else []
         proc = cvb([*argv, *cli_args(url, scenarios, db)], tmp_path, key=key, timeout=30)
         chats = chat_log(fake)
     assert_clean_failure(proc, *needles)
@@ -830,8 +862,9 @@ def test_a_changed_matrix_under_an_existing_run_id_is_refused(
 
 @pytest.mark.parametrize("concurrency", [1, 3, 6])
 def test_concurrency_bounds_requests_in_flight(
-    tmp_path: Path, valid_text: str, db_url: str, concurrency: int
+    tmp_path: Path, valid_text: str, sqlite_url: str, concurrency: int
 ) -> None:
+    db_url = sqlite_url
     scenarios = tmp_path / "scenarios"
     write_scenarios(scenarios, valid_text, 1)  # 21 cells for one model
     lock = threading.Lock()
@@ -843,7 +876,7 @@ def test_concurrency_bounds_requests_in_flight(
         with lock:
             now += 1
             peak = max(peak, now)
-        time.sleep(0.06)
+        time.sleep(0.08)
         with lock:
             now -= 1
         return COMPLIANT

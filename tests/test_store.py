@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -10,7 +11,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from cvb_engine.store import (
+    SCHEMA_VERSION,
     Meta,
+    StoreError,
     Record,
     Run,
     get_engine,
@@ -44,8 +47,8 @@ def test_a_cell_cannot_be_stored_twice(db_url: str) -> None:
         session.commit()
 
 
-def test_sqlite_runs_in_wal_mode_with_busy_timeout(db_url: str) -> None:
-    with get_engine(db_url).connect() as conn:
+def test_sqlite_runs_in_wal_mode_with_busy_timeout(tmp_path: Path) -> None:
+    with get_engine(f"sqlite:///{tmp_path / 'wal.db'}").connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
 
@@ -53,12 +56,12 @@ def test_sqlite_runs_in_wal_mode_with_busy_timeout(db_url: str) -> None:
 def test_newer_schema_is_refused(db_url: str) -> None:
     with Session(get_engine(db_url)) as session:
         meta = session.get(Meta, "schema_version")
-        assert meta is not None and meta.value == "1"
+        assert meta is not None and meta.value == str(SCHEMA_VERSION)
         meta.value = "99"
         session.add(meta)
         session.commit()
     dispose_engines()
-    with pytest.raises(RuntimeError, match="newer than this cvb"):
+    with pytest.raises(StoreError, match="newer than this cvb-studio"):
         get_engine(db_url)
 
 

@@ -53,7 +53,9 @@ CSS = """
 """
 
 
-def code_html(code: str, marks: list[Mark] | tuple[Mark, ...] = (), *, include_css: bool = True) -> str:
+def code_html(
+    code: str, marks: list[Mark] | tuple[Mark, ...] = (), *, include_css: bool = True
+) -> str:
     """HTML for ``code`` with ``marks`` highlighted; every marked line names its checks."""
     lines = code.split("\n")
     per_line: dict[int, list[Mark]] = defaultdict(list)
@@ -80,13 +82,19 @@ def code_html(code: str, marks: list[Mark] | tuple[Mark, ...] = (), *, include_c
         i = 0
         while i < len(line):
             j = i
-            while j < len(line) and kinds[j] == kinds[i] and colors[offset + j] == colors[offset + i]:
+            while (
+                j < len(line) and kinds[j] == kinds[i] and colors[offset + j] == colors[offset + i]
+            ):
                 j += 1
             text = html.escape(line[i:j])
             span = f'<span style="color:{colors[offset + i]}">{text}</span>'
             if kinds[i]:
                 title = html.escape(
-                    "; ".join(f"{m.label}: {m.reason}" for m in line_marks if m.col <= i < m.col + max(m.length, 1)),
+                    "; ".join(
+                        f"{m.label}: {m.reason}"
+                        for m in line_marks
+                        if m.col <= i < m.col + max(m.length, 1)
+                    ),
                     quote=True,
                 )
                 span = f'<mark class="{kinds[i]}" title="{title}">{span}</mark>'
@@ -95,7 +103,9 @@ def code_html(code: str, marks: list[Mark] | tuple[Mark, ...] = (), *, include_c
         for label in dict.fromkeys(m.label for m in line_marks):
             violation = any(m.violation for m in line_marks if m.label == label)
             cls = "tag" if violation else "tag m"
-            parts.append(f'<span class="{cls}" data-check="{html.escape(label, quote=True)}">⚑ {html.escape(label)}</span>')
+            parts.append(
+                f'<span class="{cls}" data-check="{html.escape(label, quote=True)}">⚑ {html.escape(label)}</span>'
+            )
         out.append(f'<div class="row{row_class}" data-line="{number}">{"".join(parts)}</div>')
         offset += len(line) + 1
     out.append("</pre>")

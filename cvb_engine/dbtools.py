@@ -1,0 +1,238 @@
+"""``cvb db``: store version, migrations, and copying runs between stores.
+
+``cvb db copy --from URL --to URL`` moves runs (a laptop's SQLite into a
+team's PostgreSQL, say). A run already in the target with the same matrix is
+merged cell by cell: cells the target lacks are added, an error record in the
+target is replaced by a successful one from the source, nothing is ever
+duplicated. A run whose id exists in the target with a *different* matrix is
+left alone and reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sqlalchemy import func
+from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, col, delete, select
+
+from cvb_engine import cli
+from cvb_engine.store import (
+    SCHEMA_VERSION,
+    CheckOutcome,
+    ConstraintResult,
+    Record,
+    Run,
+    StoreError,
+    database_url,
+    get_engine,
+    stored_version,
+    upgrade_schema,
+)
+
+_RECORD_FIELDS = [name for name in Record.model_fields if name not in ("id",)]
+
+
+@dataclass
+class CopyReport:
+    runs_created: list[str] = field(default_factory=list)
+    runs_merged: list[str] = field(default_factory=list)
+    runs_conflicting: list[str] = field(default_factory=list)
+    records_added: int = 0
+    records_replaced: int = 0
+    records_kept: int = 0
+
+
+def _label(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _children(
+    session: Session, record_id: int
+) -> tuple[list[ConstraintResult], list[CheckOutcome]]:
+    constraints = list(
+        session.exec(select(ConstraintResult).where(ConstraintResult.record_id == record_id))
+    )
+    outcomes = list(session.exec(select(CheckOutcome).where(CheckOutcome.record_id == record_id)))
+    return constraints, outcomes
+
+
+def _copy_children(src: Session, dst: Session, src_id: int, dst_id: int) -> None:
+    constraints, outcomes = _children(src, src_id)
+    for c in constraints:
+        dst.add(
+            ConstraintResult(record_id=dst_id, constraint_id=c.constraint_id, honored=c.honored)
+        )
+    for o in outcomes:
+        data = o.model_dump(exclude={"id", "record_id"})
+        dst.add(CheckOutcome(record_id=dst_id, **data))
+
+
+def copy_runs(
+    source: Engine, target: Engine, run_ids: Iterable[str] | None = None, *, batch: int = 500
+) -> CopyReport:
+    """Copy runs from ``source`` to ``target`` without duplicating a cell."""
+    report = CopyReport()
+    wanted = set(run_ids) if run_ids else None
+    with Session(source) as src, Session(target) as dst:
+        runs = [r for r in src.exec(select(Run)) if wanted is None or r.id in wanted]
+        if wanted:
+            missing = wanted - {r.id for r in runs}
+            if missing:
+                raise StoreError(f"no run(s) {', '.join(sorted(missing))} in the source store")
+        for run in runs:
+            existing = dst.get(Run, run.id)
+            if existing is not None and existing.matrix_sha256 != run.matrix_sha256:
+                report.runs_conflicting.append(run.id)
+                continue
+            if existing is None:
+                data = run.model_dump()
+                data.update(pid=None, host=None)
+                dst.add(Run(**data))
+                dst.commit()
+                report.runs_created.append(run.id)
+            else:
+                report.runs_merged.append(run.id)
+            cells = {
+                (m, s, a, rep): (rid, status)
+                for rid, m, s, a, rep, status in dst.execute(
+                    sa_select(
+                        col(Record.id),
+                        col(Record.model),
+                        col(Record.scenario_id),
+                        col(Record.arm),
+                        col(Record.rep),
+                        col(Record.status),
+                    ).where(col(Record.run_id) == run.id)
+                )
+            }
+            pending = 0
+            last = 0
+            while True:
+                chunk = list(
+                    src.exec(
+                        select(Record)
+                        .where(Record.run_id == run.id, col(Record.id) > last)
+                        .order_by(col(Record.id))
+                        .limit(batch)
+                    )
+                )
+                if not chunk:
+                    break
+                last = chunk[-1].id or last
+                for record in chunk:
+                    assert record.id is not None
+                    key = (record.model, record.scenario_id, record.arm, record.rep)
+                    target_cell = cells.get(key)
+                    if target_cell is not None:
+                        target_id, status = target_cell
+                        if status == "ok" or record.status != "ok":
+                            report.records_kept += 1
+                            continue
+                        # The target only has an error here and the source an answer.
+                        dst.exec(
+                            delete(CheckOutcome).where(col(CheckOutcome.record_id) == target_id)
+                        )
+                        dst.exec(
+                            delete(ConstraintResult).where(
+                                col(ConstraintResult.record_id) == target_id
+                            )
+                        )
+                        replacement = dst.get(Record, target_id)
+                        assert replacement is not None
+                        for name in _RECORD_FIELDS:
+                            setattr(replacement, name, getattr(record, name))
+                        dst.add(replacement)
+                        _copy_children(src, dst, record.id, target_id)
+                        cells[key] = (target_id, "ok")
+                        report.records_replaced += 1
+                    else:
+                        new = Record(**record.model_dump(exclude={"id"}))
+                        dst.add(new)
+                        dst.flush()
+                        assert new.id is not None
+                        _copy_children(src, dst, record.id, new.id)
+                        cells[key] = (new.id, new.status)
+                        report.records_added += 1
+                    pending += 1
+                dst.commit()
+                src.expunge_all()
+            dst.commit()
+    return report
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _db_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    info = sub.add_parser("info", help="the store's URL, schema version and runs")
+    info.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+    upgrade = sub.add_parser("upgrade", help="migrate the store to this cvb's schema")
+    upgrade.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+    copy = sub.add_parser("copy", help="copy runs between stores without duplicating cells")
+    copy.add_argument("--from", dest="source", required=True, metavar="URL")
+    copy.add_argument("--to", dest="target", required=True, metavar="URL")
+    copy.add_argument(
+        "--run", dest="runs", action="append", metavar="RUN_ID", help="only this run (repeatable)"
+    )
+
+
+@cli.command("db", _db_args)
+def cmd_db(args: argparse.Namespace) -> int:
+    """Store version, migrations and copying runs between stores."""
+    if args.db_command == "info":
+        url = database_url(args.db)
+        engine = get_engine(url, create=False)
+        version = stored_version(engine)
+        print(f"store           {_label(url)}")
+        print(f"backend         {engine.dialect.name}")
+        if version is None:
+            print(f"schema version  none yet (created as {SCHEMA_VERSION} on first use)")
+            return 0
+        state = (
+            "current"
+            if version == SCHEMA_VERSION
+            else (
+                "older: run `cvb db upgrade`" if version < SCHEMA_VERSION else "newer than this cvb"
+            )
+        )
+        print(f"schema version  {version} ({state}; this cvb uses {SCHEMA_VERSION})")
+        if version == SCHEMA_VERSION:
+            with Session(engine) as session:
+                runs = list(session.exec(select(Run).order_by(col(Run.created))))
+                counts = dict(
+                    session.execute(
+                        sa_select(col(Record.run_id), func.count()).group_by(col(Record.run_id))
+                    ).all()
+                )
+            print(f"runs            {len(runs)}")
+            for run in runs:
+                print(
+                    f"  {run.id:<32} {run.status:<10} {counts.get(run.id, 0)}/{run.total_cells} cells"
+                )
+        return 0
+    if args.db_command == "upgrade":
+        url = database_url(args.db)
+        passed = upgrade_schema(get_engine(url, create=False))
+        if passed:
+            print(
+                f"migrated {_label(url)} to schema {passed[-1]} (through {', '.join(map(str, passed))})"
+            )
+        else:
+            print(f"{_label(url)} is at schema {SCHEMA_VERSION}; nothing to do")
+        return 0
+    source, target = get_engine(args.source), get_engine(args.target)
+    report = copy_runs(source, target, args.runs)
+    print(
+        f"copied {_label(args.source)} → {_label(args.target)}: "
+        f"{len(report.runs_created)} new run(s), {len(report.runs_merged)} merged; "
+        f"{report.records_added} record(s) added, {report.records_replaced} error record(s) replaced, "
+        f"{report.records_kept} already there"
+    )
+    for run_id in report.runs_conflicting:
+        print(f"  skipped {run_id}: the target has a run with this id and a different matrix")
+    return 1 if report.runs_conflicting else 0

@@ -1,0 +1,1057 @@
+"""Run model-written Python code and a test against it — the only module that does.
+
+Threat model
+------------
+The code comes from a model answering a benchmark task. We defend against
+*accidental damage* (a fork bomb, a runaway loop, a 10 GB allocation, a write
+to the wrong path, a daemon left running) and *casual escape* (reading API keys
+from the environment, phoning home, killing the harness, ``sys.exit(0)`` to
+look successful). This is **not** a security boundary against a determined
+attacker: the code shares the kernel with the host (a kernel exploit wins),
+and because it runs in the same process as the harness it can, with
+deliberate effort (walking interpreter frames to find the per-execution
+nonce), forge a passing verdict. Semantic tricks such as returning an object
+that compares equal to everything are the test author's business, not ours.
+
+Every execution, whatever the backend:
+
+* one child process (tree), in a fresh temporary directory removed afterwards
+  (also ``HOME`` and ``TMPDIR``), stdin ``/dev/null``;
+* an environment reduced to an allow-list (``PATH``, ``LANG``,
+  ``PYTHONHASHSEED=0`` …): no API key or token of the parent is visible;
+* rlimits: CPU time, address space (1 GiB), file size, open files, no core;
+* a wall-clock timeout after which the whole tree is killed from outside
+  (SIGKILL: ignoring SIGTERM or holding the GIL in a C loop does not help);
+* stdout/stderr drained concurrently, the first 64 KiB of each kept, and the
+  run killed beyond 16 MiB of output, so a 200 MB writer neither blocks nor
+  fills memory;
+* a verdict that comes from the harness, not from the exit code: the harness
+  reads a random nonce from a pipe (not env, not argv) before the code runs and
+  writes ``<nonce> PASS`` to a second pipe only after the test returned. Exit
+  status 0, ``os._exit``, ``SystemExit``, closed stdout, a killed harness: all
+  fail;
+* when the cgroup file system is writable (root on most Linux machines), a
+  per-execution ``pids`` cgroup caps processes + threads (64) and is emptied
+  with SIGKILL afterwards, which also removes double-forked daemons.
+  ``RLIMIT_NPROC`` is no substitute: the kernel does not enforce it for root.
+
+Backends (``CVB_SANDBOX=bwrap|unshare|plain`` forces one; otherwise the first
+that passes a self-test, in this order):
+
+``bwrap``
+    bubblewrap with new PID, network, IPC, UTS, user and cgroup namespaces,
+    all capabilities dropped, and a read-only view of ``/usr``, a few ``/etc``
+    files and the Python installation only — ``/root``, ``/home``, the
+    project and the host ``/tmp`` are not there. Writable: the temporary
+    directory, a 64 MiB private ``/tmp`` and ``/dev/shm``. No network at all
+    (only a down loopback). Killing bwrap kills the namespace.
+``unshare``
+    util-linux ``unshare`` with new PID, network, IPC and UTS namespaces. No
+    network and every process dies with the namespace, but the code runs as
+    the caller (root in CI) on the real file system: it **can** write or
+    delete files anywhere the caller can.
+``plain``
+    A process group and rlimits only. **No** network isolation, no file
+    system isolation, no PID namespace: the code can see and signal other
+    processes of the same user (``os.kill(-1, 9)`` as root takes the machine
+    down). Leftover processes are killed through the cgroup when there is one,
+    else through a sub-reaper and the process group. Last resort only.
+
+Semantics: the code and then the test run in one module namespace (the
+HumanEval ``check`` convention), as module ``solution`` (so an
+``if __name__ == "__main__":`` demo block does not run). The interpreter is
+``sys.executable`` started with ``-S -P``: site-packages are on ``sys.path``
+but ``.pth`` hooks are not executed (they cost 30–100 ms per start here and
+are code from outside the benchmark).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_LIMITS",
+    "ExecResult",
+    "Limits",
+    "SandboxError",
+    "SandboxInfo",
+    "available_backends",
+    "backend",
+    "info",
+    "run_many",
+    "run_python",
+    "self_test",
+]
+
+BACKENDS = ("bwrap", "unshare", "plain")
+ENV_BACKEND = "CVB_SANDBOX"
+# Set to 0 to run without the pids cgroup (e.g. to exercise the plain fallback).
+ENV_CGROUP = "CVB_SANDBOX_CGROUP"
+MAX_TIMEOUT_S = 600.0
+
+
+class SandboxError(RuntimeError):
+    """No usable backend, or a forced backend that does not work on this machine."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one execution.
+
+    ``cpu_s`` None means one second more than the wall-clock timeout, so that
+    the wall clock usually decides and the CPU limit only stops CPU burnt in
+    parallel by several processes.
+    """
+
+    memory_bytes: int = 1 << 30
+    file_bytes: int = 64 << 20
+    open_files: int = 256
+    # processes + threads, enforced through a pids cgroup when there is one
+    tasks: int = 64
+    cpu_s: float | None = None
+    output_keep_bytes: int = 64 << 10
+    output_limit_bytes: int = 16 << 20
+    tmpfs_bytes: int = 64 << 20
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """The outcome of one execution.
+
+    ``reason`` is the failing assertion or exception with the line it came from,
+    ``"timed out after 5s"``, ``"killed by SIGKILL"``…, or ``"passed (0.04s)"``.
+    ``test_line`` / ``solution_line`` locate the failure (1-based) when known.
+    ``phase`` is how far the harness got: ``start`` (before the solution ran),
+    ``solution``, ``test`` or ``done``.
+    """
+
+    passed: bool
+    reason: str
+    duration_s: float
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    backend: str = ""
+    exit_code: int | None = None
+    phase: str = "start"
+    test_line: int | None = None
+    solution_line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxInfo:
+    """What a backend isolates on this machine."""
+
+    backend: str
+    network_isolated: bool
+    pid_namespace: bool
+    filesystem_isolated: bool
+    # the cap on processes + threads, or None when nothing enforces one
+    task_limit: int | None
+
+    def describe(self) -> str:
+        parts = [
+            "own network" if self.network_isolated else "host network",
+            "PID namespace" if self.pid_namespace else "no PID namespace",
+            "read-only system view" if self.filesystem_isolated else "host file system",
+            f"≤{self.task_limit} tasks" if self.task_limit else "no task limit",
+        ]
+        return f"{self.backend} ({', '.join(parts)})"
+
+
+# --- the harness: runs inside the sandbox -----------------------------------
+#
+# Everything it needs after the solution starts running is bound to locals
+# before, so that patching builtins, json, os or this module from the solution
+# cannot change what it reports. Records on the result pipe are lines
+# "<nonce> PHASE <name>", "<nonce> PASS" or "<nonce> FAIL key=hex ..."; the PASS line
+# is built before any untrusted code runs and written only after the test
+# returned normally. It imports nothing beyond os, resource and sys (json alone
+# would add ~5 ms to every start).
+_HARNESS = r"""
+def _harness():
+    import os, resource, sys
+    _, workdir, nonce_fd, result_fd, mode, limits, path = sys.argv
+    nonce_fd, result_fd = int(nonce_fd), int(result_fd)
+    nonce = os.read(nonce_fd, 128).decode()
+    os.close(nonce_fd)
+    sources = []
+    for name in (".cvb-solution", ".cvb-test"):
+        with open(name, "rb") as f:
+            sources.append(f.read().decode("utf-8", "surrogatepass"))
+        os.unlink(name)  # the hidden test is not left lying around for the code to read
+    code, test = sources
+    for item in limits.split(","):
+        name, want = item.split("=")
+        res, want = getattr(resource, name), int(want)
+        hard = resource.getrlimit(res)[1]
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(res, (want, want + 1 if name == "RLIMIT_CPU" else want))
+    sys.path.extend(p for p in path.split(os.pathsep) if p)
+    if mode != "direct":
+        # unshare and plain: stay as the parent of the code, so that the code's
+        # os.getppid() is us and not the studio, and reap what it leaves behind.
+        if mode == "supervise-reap":
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+            libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = SIGKILL
+        pid = os.fork()
+        if pid:
+            os.close(result_fd)
+            status = os.waitpid(pid, 0)[1]
+            me = os.getpid()
+            for _ in range(100):
+                kids = []
+                for entry in os.listdir("/proc"):
+                    if entry.isdigit():
+                        try:
+                            with open("/proc/%s/stat" % entry, "rb") as f:
+                                stat = f.read()
+                        except OSError:
+                            continue
+                        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == me:
+                            kids.append(int(entry))
+                if not kids:
+                    break
+                for kid in kids:
+                    try:
+                        os.kill(kid, 9)
+                    except OSError:
+                        pass
+                for kid in kids:
+                    try:
+                        os.waitpid(kid, 0)
+                    except OSError:
+                        pass
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(128 - code if code < 0 else code)
+    import builtins
+    write, b_str, b_type, b_len, b_isinstance = os.write, str, type, len, isinstance
+    exit_now, exc_base, syntax_error = os._exit, BaseException, SyntaxError
+    run, b_compile = exec, compile
+    pass_line = ("\n" + nonce + " PASS\n").encode()
+
+    def phase(name):
+        try:
+            write(result_fd, ("\n" + nonce + " PHASE " + name + "\n").encode())
+        except exc_base:
+            pass
+
+    def fail(where, exc):
+        info = {"where": where}
+        try:
+            info["exc"] = b_str(b_type(exc).__name__)
+            try:
+                msg = b_str(exc)
+            except exc_base:
+                msg = "<unprintable message>"
+            info["msg"] = msg[:600]
+            if b_isinstance(exc, syntax_error) and exc.filename in ("<solution>", "<test>"):
+                info["line_" + exc.filename[1:-1]] = exc.lineno
+                info["msg"] = b_str(exc.msg)
+            tb = exc.__traceback__
+            last = None
+            while tb is not None:
+                fname, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+                if fname in ("<solution>", "<test>"):
+                    info["line_" + fname[1:-1]] = line
+                last = (fname, line)
+                tb = tb.tb_next
+            if last is not None and last[0] not in ("<solution>", "<test>"):
+                info["inner"] = "%s:%d" % (last[0].rsplit("/", 1)[-1], last[1])
+        except exc_base:
+            pass
+        parts = []
+        for key, value in info.items():
+            try:
+                parts.append(key + "=" + b_str(value).encode("utf-8", "backslashreplace").hex())
+            except exc_base:
+                pass
+        try:
+            write(result_fd, ("\n" + nonce + " FAIL " + " ".join(parts) + "\n").encode())
+        except exc_base:
+            pass
+        try:  # a traceback for the human reading stderr; cosmetic, so last
+            import linecache, traceback
+            for name, src in (("<solution>", code), ("<test>", test)):
+                linecache.cache[name] = (b_len(src), None, src.splitlines(True), name)
+            traceback.print_exception(exc)
+            sys.stderr.flush()
+        except exc_base:
+            pass
+        exit_now(1)
+
+    module = b_type(sys)("solution")
+    sys.modules["solution"] = module
+    ns = module.__dict__
+    ns["__builtins__"] = builtins
+    phase("start")
+    try:
+        code_obj = b_compile(code, "<solution>", "exec", dont_inherit=True)
+    except exc_base as exc:
+        fail("compile-solution", exc)
+    try:
+        test_obj = b_compile(test, "<test>", "exec", dont_inherit=True)
+    except exc_base as exc:
+        fail("compile-test", exc)
+    phase("solution")
+    try:
+        run(code_obj, ns)
+    except exc_base as exc:
+        fail("solution", exc)
+    phase("test")
+    try:
+        run(test_obj, ns)
+    except exc_base as exc:
+        fail("test", exc)
+    write(result_fd, pass_line)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except exc_base:
+        pass
+    exit_now(0)
+
+
+_harness()
+"""
+
+
+# --- cgroups: a bound on processes that holds for root ----------------------
+
+
+class _PidsCgroup:
+    """Per-execution ``pids`` cgroups under one parent directory we may write.
+
+    cgroup v1 (a ``pids`` hierarchy) and v2 (the unified hierarchy with the
+    ``pids`` controller) are both handled; the directory of each execution is
+    created before the launch and removed after its processes are killed.
+    """
+
+    def __init__(self, parent: Path) -> None:
+        self.parent = parent
+        self._stale: list[Path] = []
+        self._lock = threading.Lock()
+        self._seq = 0
+
+    @classmethod
+    def discover(cls) -> _PidsCgroup | None:
+        if os.environ.get(ENV_CGROUP, "1") == "0":
+            return None
+        try:
+            lines = Path("/proc/self/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            rel = path.lstrip("/")
+            if "pids" in controllers.split(","):
+                base = Path("/sys/fs/cgroup/pids") / rel
+            elif controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():
+                base = Path("/sys/fs/cgroup") / rel
+                if "pids" not in (base / "cgroup.controllers").read_text().split():
+                    continue
+            else:
+                continue
+            group = cls._prepare(base, v2=controllers == "")
+            if group is not None:
+                return group
+        return None
+
+    @classmethod
+    def _prepare(cls, base: Path, *, v2: bool) -> _PidsCgroup | None:
+        parent = base / "cvb-sandbox"
+        try:
+            if v2:
+                # The no-internal-process rule only lets this succeed where it
+                # may (the root cgroup, or a delegated empty one).
+                (base / "cgroup.subtree_control").write_text("+pids")
+            parent.mkdir(exist_ok=True)
+            if v2:
+                (parent / "cgroup.subtree_control").write_text("+pids")
+            cls._remove_orphans(parent)
+            probe = parent / f"probe-{os.getpid()}-{secrets.token_hex(4)}"
+            probe.mkdir()
+            try:
+                (probe / "pids.max").write_text("8")
+            finally:
+                probe.rmdir()
+        except OSError:
+            return None
+        return cls(parent)
+
+    @staticmethod
+    def _remove_orphans(parent: Path) -> None:
+        """Remove the empty groups of studio processes that died mid-run."""
+        for child in parent.iterdir():
+            owner = child.name.split("-")[1] if child.name.startswith("x-") else ""
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                with contextlib.suppress(OSError):
+                    child.rmdir()
+
+    def create(self, tasks: int) -> Path | None:
+        with self._lock:
+            self._seq += 1
+            name = f"x-{os.getpid()}-{self._seq}-{secrets.token_hex(3)}"
+            stale, self._stale = self._stale, []
+        for path in stale:
+            self._remove(path)
+        path = self.parent / name
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(tasks))
+        except OSError:
+            return None
+        return path
+
+    def kill_and_remove(self, path: Path) -> None:
+        """SIGKILL everything still in the group, then remove it (later if busy)."""
+        kill_file = path / "cgroup.kill"  # v2, Linux >= 5.14: atomic, no PID reuse race
+        for _ in range(500):
+            try:
+                pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+            except OSError:
+                return
+            if not pids:
+                break
+            if kill_file.exists():
+                kill_file.write_text("1")
+            else:
+                # A pid read here can in theory be reused before the kill; the
+                # window is microseconds and the group is tiny.
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+            time.sleep(0.002)
+        if not self._remove(path):
+            with self._lock:
+                self._stale.append(path)
+
+    @staticmethod
+    def _remove(path: Path) -> bool:
+        for _ in range(50):
+            try:
+                path.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                time.sleep(0.005)
+        return False
+
+
+_CGROUP_LOCK = threading.Lock()
+_CGROUP: dict[str, _PidsCgroup | None] = {}
+
+
+def _cgroup() -> _PidsCgroup | None:
+    key = os.environ.get(ENV_CGROUP, "1")
+    with _CGROUP_LOCK:
+        if key not in _CGROUP:
+            _CGROUP[key] = _PidsCgroup.discover()
+        return _CGROUP[key]
+
+
+# --- launch commands per backend --------------------------------------------
+
+# /etc entries the interpreter and common libraries read; the rest of /etc
+# (shadow, ssh keys, pip credentials) stays out of the bwrap view.
+_ETC = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "group",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "protocols",
+    "services",
+    "ssl",
+    "timezone",
+)
+
+
+def _python_roots() -> list[str]:
+    """Directories holding the interpreter, its stdlib and site-packages."""
+    candidates = [
+        sys.base_prefix,
+        sys.prefix,
+        sys.exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        *_site_paths(),
+    ]
+    roots: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in candidates if os.path.isdir(p)}):
+        if path == "/usr" or path.startswith("/usr/"):
+            continue
+        if not any(path == r or path.startswith(r + "/") for r in roots):
+            roots.append(path)
+    return roots
+
+
+_SITE_PATHS: list[str] | None = None
+
+
+def _site_paths() -> list[str]:
+    """site-packages and the directories their ``.pth`` files list (not their import hooks)."""
+    global _SITE_PATHS
+    if _SITE_PATHS is None:
+        found: list[str] = []
+        for key in ("purelib", "platlib"):
+            site_dir = sysconfig.get_paths()[key]
+            if os.path.isdir(site_dir) and site_dir not in found:
+                found.append(site_dir)
+        for site_dir in list(found):
+            for pth in sorted(Path(site_dir).glob("*.pth")):
+                try:
+                    lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    continue
+                for line in lines:
+                    line = line.strip()
+                    if not line or line.startswith(("#", "import ", "import\t")):
+                        continue
+                    path = os.path.join(site_dir, line)
+                    if os.path.isdir(path) and path not in found:
+                        found.append(path)
+        _SITE_PATHS = found
+    return _SITE_PATHS
+
+
+def _bwrap_prefix(workdir: str, limits: Limits) -> list[str]:
+    args = [
+        "bwrap",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for name in _ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for root in _python_roots():
+        args += ["--ro-bind", root, root]
+    size = str(limits.tmpfs_bytes)
+    args += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    args += ["--size", size, "--tmpfs", "/tmp", "--bind", workdir, workdir, "--chdir", workdir]
+    args += ["--remount-ro", "/", "--"]
+    return args
+
+
+def _unshare_prefix() -> list[str]:
+    args = ["unshare", "--net", "--pid", "--ipc", "--uts", "--fork", "--mount-proc", "--kill-child"]
+    if os.geteuid() != 0:
+        args.append("--map-root-user")
+    return [*args, "--"]
+
+
+def _env(workdir: str) -> dict[str, str]:
+    """The child's whole environment: an allow-list, nothing inherited."""
+    bin_dir = os.path.dirname(sys.executable)
+    return {
+        "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": workdir,
+        "PWD": workdir,
+        "TMPDIR": workdir,
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8",
+        # one thread per numeric library: threads count against the task limit
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+def _rlimits(timeout_s: float, limits: Limits) -> list[tuple[str, int]]:
+    cpu = limits.cpu_s if limits.cpu_s is not None else timeout_s + 1
+    return [
+        ("RLIMIT_CPU", max(1, int(cpu + 0.999))),
+        ("RLIMIT_AS", limits.memory_bytes),
+        ("RLIMIT_FSIZE", limits.file_bytes),
+        ("RLIMIT_NOFILE", limits.open_files),
+        ("RLIMIT_CORE", 0),
+    ]
+
+
+# --- the parent side ---------------------------------------------------------
+
+
+@dataclass
+class _Stream:
+    keep: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.keep - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    def text(self) -> str:
+        out = self.data.decode("utf-8", errors="replace")
+        if self.total > len(self.data):
+            out += f"\n[... {self.total - len(self.data)} more bytes discarded]"
+        return out
+
+
+@dataclass
+class _Verdict:
+    phase: str = ""
+    passed: bool = False
+    failure: dict[str, object] | None = None
+
+
+def _parse_results(data: bytes, nonce: str) -> _Verdict:
+    """Read the harness's records; lines without this execution's nonce are ignored."""
+    verdict = _Verdict()
+    prefix = nonce.encode() + b" "
+    for line in data.split(b"\n"):
+        if not line.startswith(prefix):
+            continue
+        rest = line[len(prefix) :]
+        if rest.startswith(b"PHASE "):
+            verdict.phase = rest[6:].decode("ascii", errors="replace")
+        elif rest == b"PASS":
+            verdict.passed, verdict.failure = True, None
+        elif rest.startswith(b"FAIL "):
+            failure: dict[str, object] = {}
+            for part in rest[5:].split():
+                key, _, value = part.partition(b"=")
+                try:
+                    text = bytes.fromhex(value.decode("ascii")).decode("utf-8", "replace")
+                except ValueError:
+                    continue
+                name = key.decode("ascii", "replace")
+                failure[name] = int(text) if name.startswith("line_") and text.isdigit() else text
+            verdict.passed, verdict.failure = False, failure
+    return verdict
+
+
+def _line_text(source: str, line: object) -> str:
+    if not isinstance(line, int) or line < 1:
+        return ""
+    lines = source.splitlines()
+    if line > len(lines):
+        return ""
+    text = lines[line - 1].strip()
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _failure_reason(failure: dict[str, object], code: str, test: str) -> str:
+    exc = str(failure.get("exc", "error"))
+    msg = " ".join(str(failure.get("msg", "")).split())
+    if len(msg) > 300:
+        msg = msg[:297] + "..."
+    head = f"{exc}: {msg}" if msg else exc
+    if exc == "MemoryError":
+        head += " (memory limit reached)"
+    where = failure.get("where")
+    solution_at = _at("solution", failure.get("line_solution"), code)
+    test_at = _at("test", failure.get("line_test"), test)
+    if where == "compile-solution":
+        return f"solution does not compile: {head}{solution_at}"
+    if where == "compile-test":
+        return f"test does not compile: {head}{test_at}"
+    if where == "solution":
+        return f"solution raised {head}{solution_at}"
+    if exc == "AssertionError" and test_at and not solution_at:
+        # the test's own assertion: its line says more than the (usually empty) message
+        return f"AssertionError{test_at}" + (f" ({msg})" if msg else "")
+    if solution_at and test_at:
+        return f"{head}{solution_at} (called{test_at.replace(' at ', ' from ', 1)})"
+    if solution_at or test_at:
+        return f"{head}{solution_at or test_at}"
+    inner = failure.get("inner")
+    return f"{head} (in {inner})" if inner else head
+
+
+def _at(label: str, line: object, source: str) -> str:
+    """`` at test line 3: assert f(1) == 2`` — or empty when the line is unknown."""
+    if not isinstance(line, int):
+        return ""
+    text = _line_text(source, line)
+    return f" at {label} line {line}" + (f": {text}" if text else "")
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _exit_reason(returncode: int | None, phase: str, limits: Limits) -> str:
+    when = {
+        "start": "before the solution ran",
+        "solution": "while the solution ran",
+        "test": "during the test",
+    }.get(phase, "before the harness started")
+    if returncode is None:
+        return f"no verdict from the harness {when}"
+    sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    if sig:
+        if sig == signal.SIGXCPU:
+            return f"killed: CPU time limit {when}"
+        return f"killed by {_signal_name(sig)} {when}"
+    return f"exited with status {returncode} {when}, without a verdict"
+
+
+def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) -> ExecResult:
+    workdir = tempfile.mkdtemp(prefix="cvb-sbx-")
+    group = _cgroup()
+    cg_path = group.create(limits.tasks) if group is not None else None
+    nonce = secrets.token_hex(16)
+    proc: subprocess.Popen[bytes] | None = None
+    fds: list[int] = []
+    start = time.monotonic()
+    try:
+        for fname, source in ((".cvb-solution", code), (".cvb-test", test)):
+            with open(os.path.join(workdir, fname), "wb") as f:
+                f.write(source.encode("utf-8", "surrogatepass"))
+        nonce_r, nonce_w = os.pipe()
+        fds.append(nonce_r)
+        os.write(nonce_w, nonce.encode())
+        os.close(nonce_w)
+        result_r, result_w = os.pipe()
+        fds += [result_r, result_w]
+        mode = (
+            "direct" if name == "bwrap" else "supervise" if name == "unshare" else "supervise-reap"
+        )
+        rlimits = ",".join(f"{k}={v}" for k, v in _rlimits(timeout_s, limits))
+        python = [sys.executable, "-S", "-P", "-c", _HARNESS, workdir, str(nonce_r), str(result_w)]
+        python += [mode, rlimits, os.pathsep.join(_site_paths())]
+        if name == "bwrap":
+            argv = _bwrap_prefix(workdir, limits) + python
+        elif name == "unshare":
+            argv = _unshare_prefix() + python
+        else:
+            argv = python
+        if cg_path is not None:
+            # Join the cgroup before anything can fork: a shell moves itself, then execs.
+            join = 'echo $$ > "$0" && exec "$@"'
+            argv = ["/bin/sh", "-c", join, str(cg_path / "cgroup.procs"), *argv]
+        start = time.monotonic()
+        # No preexec_fn (unsafe in the threaded studio): limits are set by the harness.
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(workdir),
+            cwd=workdir,
+            pass_fds=(nonce_r, result_w),
+            start_new_session=True,
+        )
+        for fd in (nonce_r, result_w):
+            os.close(fd)
+            fds.remove(fd)
+        out, err, results, timed_out, flooded, end = _collect(
+            proc, result_r, start, timeout_s, limits
+        )
+    finally:
+        if proc is not None:
+            _kill_group(proc)
+        if cg_path is not None and group is not None:
+            group.kill_and_remove(cg_path)
+        if proc is not None:
+            proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        for fd in fds:
+            os.close(fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+    duration = end - start
+    verdict = _parse_results(bytes(results.data), nonce)
+    phase = verdict.phase or "start"
+    failure = verdict.failure or {}
+    test_line = failure.get("line_test")
+    solution_line = failure.get("line_solution")
+    passed = False
+    if timed_out:
+        reason = f"timed out after {timeout_s:g}s"
+    elif flooded:
+        reason = f"output limit exceeded: more than {_mib(limits.output_limit_bytes)} written"
+    elif verdict.passed:
+        passed = True
+        reason = f"passed ({duration:.2f}s)"
+        phase = "done"
+    elif verdict.failure is not None:
+        reason = _failure_reason(verdict.failure, code, test)
+    else:
+        reason = _exit_reason(proc.returncode if proc else None, verdict.phase, limits)
+    return ExecResult(
+        passed=passed,
+        reason=reason,
+        duration_s=duration,
+        stdout=out.text(),
+        stderr=err.text(),
+        timed_out=timed_out,
+        backend=name,
+        exit_code=proc.returncode if proc else None,
+        phase=phase,
+        test_line=test_line if isinstance(test_line, int) else None,
+        solution_line=solution_line if isinstance(solution_line, int) else None,
+    )
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], result_fd: int, start: float, timeout_s: float, limits: Limits
+) -> tuple[_Stream, _Stream, _Stream, bool, bool, float]:
+    """Drain stdout, stderr and the result pipe until the process exits or time runs out."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Stream(limits.output_keep_bytes), _Stream(limits.output_keep_bytes)
+    results = _Stream(64 << 10)
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, result_fd: results}
+    sel = selectors.DefaultSelector()
+    for fd in streams:
+        sel.register(fd, selectors.EVENT_READ)
+    pidfd = -1
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ)
+    except OSError:
+        pass  # no pidfd (old kernel): poll the process instead
+    deadline = start + timeout_s
+    timed_out = flooded = False
+    exited_at: float | None = None
+    try:
+        while streams:
+            now = time.monotonic()
+            if exited_at is None:
+                wait = deadline - now
+                if wait <= 0:
+                    timed_out = True
+                    break
+                if pidfd < 0:
+                    wait = min(wait, 0.02)
+            else:
+                # The process is gone; whatever still holds a pipe open is a
+                # straggler about to be killed. Drain what is there, briefly.
+                wait = exited_at + 0.2 - now
+                if wait <= 0:
+                    break
+            for key, _ in sel.select(wait):
+                fd = int(key.fd)
+                if fd == pidfd:
+                    sel.unregister(pidfd)
+                    exited_at = time.monotonic()
+                    _kill_group(proc)
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(fd)
+                    del streams[fd]
+                    continue
+                streams[fd].add(chunk)
+            if out.total + err.total > limits.output_limit_bytes:
+                flooded = True
+                break
+            if exited_at is None and pidfd < 0 and proc.poll() is not None:
+                exited_at = time.monotonic()
+        if exited_at is None and not timed_out and not flooded:
+            # All pipes closed: the harness is done or about to be.
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                proc.wait(remaining)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        end = exited_at if exited_at is not None else time.monotonic()
+        if timed_out:
+            end = time.monotonic()
+        return out, err, results, timed_out, flooded, end
+    finally:
+        sel.close()
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the launch's process group (the pid is not reaped yet, so it cannot be reused)."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+# --- backend selection --------------------------------------------------------
+
+_PROBE_LOCK = threading.Lock()
+_PROBES: dict[str, str | None] = {}
+
+_PROBE_TEST = {
+    # The probe proves the isolation is in effect, not merely that something ran.
+    "bwrap": "import os, socket\n"
+    "assert x == 1\n"
+    "assert os.getpid() <= 3, os.getpid()\n"
+    "assert [n for _, n in socket.if_nameindex()] == ['lo']\n"
+    "assert not os.path.exists('/root/.bash_history') and not os.path.exists('/home')\n",
+    "unshare": "import os, socket\n"
+    "assert x == 1\n"
+    "assert os.getpid() <= 3, os.getpid()\n"
+    "assert [n for _, n in socket.if_nameindex()] == ['lo']\n",
+    "plain": "assert x == 1\n",
+}
+
+
+def self_test(name: str) -> str | None:
+    """Self-test backend ``name``: None when it works here, else why not. Cached per process."""
+    with _PROBE_LOCK:
+        if name in _PROBES:
+            return _PROBES[name]
+        problem: str | None = None
+        if name == "bwrap" and shutil.which("bwrap") is None:
+            problem = "bwrap is not installed (Debian: apt-get install bubblewrap)"
+        elif name == "unshare" and shutil.which("unshare") is None:
+            problem = "unshare (util-linux) is not installed"
+        else:
+            try:
+                result = _execute("x = 1\n", _PROBE_TEST[name], 10.0, DEFAULT_LIMITS, name)
+            except OSError as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if not result.passed:
+                    problem = f"self-test failed: {result.reason}; {result.stderr.strip()[:300]}"
+        _PROBES[name] = problem
+        return problem
+
+
+def available_backends() -> list[str]:
+    """The backends that pass their self-test on this machine, strongest first."""
+    return [name for name in BACKENDS if self_test(name) is None]
+
+
+def backend() -> str:
+    """The backend ``run_python`` uses: ``CVB_SANDBOX`` if set, else the strongest that works."""
+    forced = os.environ.get(ENV_BACKEND, "").strip()
+    if forced:
+        if forced not in BACKENDS:
+            raise SandboxError(f"{ENV_BACKEND}={forced!r}: expected one of {', '.join(BACKENDS)}")
+        problem = self_test(forced)
+        if problem is not None:
+            raise SandboxError(f"{ENV_BACKEND}={forced} does not work here: {problem}")
+        return forced
+    for name in BACKENDS:
+        if self_test(name) is None:
+            return name
+    raise SandboxError(f"no sandbox backend works here: {self_test('plain')}")
+
+
+def info(name: str | None = None) -> SandboxInfo:
+    """What ``name`` (default: the current backend) isolates on this machine."""
+    name = name or backend()
+    isolated = name in ("bwrap", "unshare")
+    group = _cgroup()
+    return SandboxInfo(
+        backend=name,
+        network_isolated=isolated,
+        pid_namespace=isolated,
+        filesystem_isolated=name == "bwrap",
+        task_limit=DEFAULT_LIMITS.tasks if group is not None else None,
+    )
+
+
+# --- public API ----------------------------------------------------------------
+
+
+def run_python(
+    code: str,
+    test: str,
+    *,
+    timeout_s: float = 5.0,
+    limits: Limits = DEFAULT_LIMITS,
+    backend_name: str | None = None,
+) -> ExecResult:
+    """Run ``code`` then ``test`` in one namespace in a fresh sandboxed process.
+
+    Args:
+        code: the solution (model-written).
+        test: the test, run after the solution in the same module namespace;
+            it passes when it returns normally.
+        timeout_s: wall-clock limit for the whole execution, start-up included.
+        limits: resource limits.
+        backend_name: one of ``BACKENDS``; default :func:`backend`.
+
+    Returns:
+        An :class:`ExecResult`. Problems of the code are results, not exceptions.
+
+    Raises:
+        SandboxError: no backend works, or the one asked for does not.
+        ValueError: a timeout outside (0, 600].
+    """
+    if not 0 < timeout_s <= MAX_TIMEOUT_S:
+        raise ValueError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}], got {timeout_s}")
+    name = backend_name or backend()
+    if name not in BACKENDS:
+        raise SandboxError(f"unknown sandbox backend {name!r}")
+    if backend_name is not None and (problem := self_test(name)) is not None:
+        raise SandboxError(f"backend {name} does not work here: {problem}")
+    return _execute(code, test, timeout_s, limits, name)
+
+
+def run_many(
+    items: Iterable[tuple[str, str]],
+    *,
+    workers: int = 2,
+    timeout_s: float = 5.0,
+    limits: Limits = DEFAULT_LIMITS,
+    backend_name: str | None = None,
+) -> list[ExecResult]:
+    """Run ``(code, test)`` pairs with up to ``workers`` sandboxed processes at a time.
+
+    Results come back in the order of ``items``.
+    """
+    jobs: Sequence[tuple[str, str]] = list(items)
+    name = backend_name or backend()
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="cvb-sandbox") as pool:
+        return list(
+            pool.map(
+                lambda job: run_python(
+                    job[0], job[1], timeout_s=timeout_s, limits=limits, backend_name=name
+                ),
+                jobs,
+            )
+        )

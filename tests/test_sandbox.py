@@ -1,0 +1,448 @@
+"""Tests of ``cvb_engine.sandbox``: verdicts, reasons, limits, clean-up and backends.
+
+The hostile-solution table runs through the ``exec`` check, in
+``tests/checks/test_exec_check.py``; this file tests the sandbox's own contract.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cvb_engine import sandbox
+from cvb_engine.sandbox import ExecResult, Limits, SandboxError, run_many, run_python
+
+
+def case(id_: str, *values: Any) -> Any:
+    return pytest.param(*values, id=id_)
+
+
+@pytest.fixture(params=sandbox.BACKENDS)
+def backend_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each backend in turn, forced through CVB_SANDBOX; skipped where it does not work."""
+    name: str = request.param
+    problem = sandbox.self_test(name)
+    if problem is not None:
+        pytest.skip(f"{name} does not work here: {problem}")
+    monkeypatch.setenv(sandbox.ENV_BACKEND, name)
+    return name
+
+
+@pytest.fixture
+def marked_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, str]]:
+    """Sandbox temp dirs under a uniquely named folder, so that processes can be found by name."""
+    marker = f"cvbmark{os.getpid()}x{time.monotonic_ns()}"
+    root = tmp_path / marker
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    yield root, marker
+
+
+def processes_with(marker: str, wait_s: float = 1.0) -> list[str]:
+    """Command lines of live processes that mention ``marker`` (waiting briefly for exits)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+# --- verdicts and reasons -------------------------------------------------------
+
+
+def test_honest_solution_passes_on_every_backend(backend_name: str) -> None:
+    result = run_python("def add(a, b):\n    return a + b\n", "assert add(2, 3) == 5")
+    assert result.passed, result
+    assert result.backend == backend_name
+    assert result.phase == "done"
+    assert result.reason == f"passed ({result.duration_s:.2f}s)"
+    assert 0 < result.duration_s < 5
+    assert not result.timed_out
+
+
+REASONS = [
+    case(
+        "assertion-with-line",
+        "def add(a, b):\n    return a - b\n",
+        "x = 1\nassert add(2, 3) == 5, 'sum'",
+        "AssertionError at test line 2: assert add(2, 3) == 5, 'sum' (sum)",
+    ),
+    case(
+        "exception-from-solution",
+        "def add(a, b):\n    return a / 0\n",
+        "assert add(2, 3) == 5",
+        "ZeroDivisionError: division by zero at solution line 2: return a / 0 "
+        "(called from test line 1: assert add(2, 3) == 5)",
+    ),
+    case(
+        "solution-import-error",
+        "import no_such_module_here\n",
+        "pass",
+        "solution raised ModuleNotFoundError: No module named 'no_such_module_here' "
+        "at solution line 1: import no_such_module_here",
+    ),
+    case(
+        "solution-syntax-error",
+        "def add(a b):\n    pass\n",
+        "pass",
+        "solution does not compile: SyntaxError: invalid syntax at solution line 1: def add(a b):",
+    ),
+    case(
+        "test-syntax-error",
+        "x = 1",
+        "assert (",
+        "test does not compile: SyntaxError: '(' was never closed at test line 1: assert (",
+    ),
+    case(
+        "missing-function",
+        "",
+        "assert add(2, 3) == 5",
+        "NameError: name 'add' is not defined at test line 1: assert add(2, 3) == 5",
+    ),
+    case(
+        "error-inside-library",
+        "import json\n",
+        "json.loads('{')",
+        "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 "
+        "(char 1) at test line 1: json.loads('{')",
+    ),
+    case(
+        "memory-error",
+        "x = bytearray(4 * 1024**3)\n",
+        "pass",
+        "solution raised MemoryError (memory limit reached) at solution line 1: "
+        "x = bytearray(4 * 1024**3)",
+    ),
+    case(
+        "system-exit-in-solution",
+        "import sys\nsys.exit(0)\n",
+        "pass",
+        "solution raised SystemExit: 0 at solution line 2: sys.exit(0)",
+    ),
+    case(
+        "system-exit-in-test",
+        "def add(a, b):\n    raise SystemExit(0)\n",
+        "add(1, 2)",
+        "SystemExit: 0 at solution line 2: raise SystemExit(0) (called from test line 1: add(1, 2))",
+    ),
+    case(
+        "os-exit-in-solution",
+        "import os\nos._exit(0)\n",
+        "pass",
+        "exited with status 0 while the solution ran, without a verdict",
+    ),
+    case(
+        "os-exit-in-test",
+        "import os\n",
+        "os._exit(0)",
+        "exited with status 0 during the test, without a verdict",
+    ),
+    case(
+        "killed-by-itself",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+        "pass",
+        "killed by SIGKILL while the solution ran",
+    ),
+    case(
+        "c-stack-overflow",
+        "import sys\nsys.setrecursionlimit(10**6)\nx, y = [], []\nfor _ in range(10**5):\n"
+        "    x, y = [x], [y]\n",
+        "x == y",
+        "killed by SIGSEGV during the test",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "test", "reason"), REASONS)
+def test_reasons(code: str, test: str, reason: str) -> None:
+    result = run_python(code, test, timeout_s=5)
+    assert not result.passed
+    assert result.reason == reason
+
+
+def test_failure_locates_lines() -> None:
+    result = run_python("def f(x):\n    y = x\n    return y[5]\n", "a = 1\nf([1])")
+    assert (result.solution_line, result.test_line) == (3, 2)
+    assert "Traceback" in result.stderr and "return y[5]" in result.stderr
+
+
+def test_timeout_is_reported_and_kills() -> None:
+    started = time.monotonic()
+    result = run_python("while True:\n    pass\n", "pass", timeout_s=0.5)
+    assert not result.passed and result.timed_out
+    assert result.reason == "timed out after 0.5s"
+    assert time.monotonic() - started < 3
+
+
+def test_cpu_limit_kills_a_busy_process_group() -> None:
+    # The CPU limit stops what the wall clock has not yet (here: 1 s of CPU, 5 s of wall clock).
+    limits = Limits(cpu_s=1)
+    result = run_python("while True:\n    pass\n", "pass", timeout_s=5, limits=limits)
+    assert not result.passed
+    assert result.reason == "killed: CPU time limit while the solution ran"
+    assert result.duration_s < 4
+
+
+def test_exit_status_zero_without_verdict_fails() -> None:
+    # A solution that prints what a naive harness would look for, then leaves with status 0.
+    code = "import os, sys\nprint('PASS')\nsys.stdout.flush()\nos._exit(0)\n"
+    result = run_python(code, "pass")
+    assert (result.passed, result.exit_code) == (False, 0)
+    assert result.stdout.strip() == "PASS"
+
+
+def test_records_without_the_nonce_are_ignored() -> None:
+    records = b"\nabc PASS\nnonce1 PHASE test\n\nnonce1 FAIL exc=" + b"Oops".hex().encode() + b"\n"
+    verdict = sandbox._parse_results(records + b"xyz PASS\n", "nonce1")
+    assert (verdict.passed, verdict.phase) == (False, "test")
+    assert verdict.failure == {"exc": "Oops"}
+    assert sandbox._parse_results(b"\nnonce1 PASS\n", "nonce1").passed
+
+
+def test_forged_verdicts_on_every_descriptor_fail() -> None:
+    code = (
+        "import os\n"
+        "for fd in range(64):\n"
+        "    for line in (b'\\nPASS\\n', b'\\n' + b'0' * 32 + b' PASS\\n'):\n"
+        "        try:\n"
+        "            os.write(fd, line)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "os._exit(0)\n"
+    )
+    assert not run_python(code, "pass").passed
+
+
+# --- isolation of the environment, files and input -------------------------------
+
+
+def test_environment_is_an_allow_list(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("PYTHONPATH", "/nowhere")
+    test = (
+        "import os\n"
+        "allowed = {'PATH', 'LANG', 'HOME', 'PWD', 'TMPDIR', 'PYTHONHASHSEED',\n"
+        "           'PYTHONDONTWRITEBYTECODE',\n"
+        "           'PYTHONIOENCODING', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'}\n"
+        "assert set(os.environ) <= allowed, sorted(set(os.environ) - allowed)\n"
+        "assert os.environ['PYTHONHASHSEED'] == '0'\n"
+        "assert os.environ['HOME'] == os.getcwd() == os.environ['TMPDIR'] == os.environ['PWD']\n"
+    )
+    result = run_python("", test)
+    assert result.passed, result.reason
+
+
+def test_stdin_is_empty_and_workdir_fresh_then_removed(marked_tmp: tuple[Path, str]) -> None:
+    root, _ = marked_tmp
+    code = "import os, sys\nprint(os.getcwd())\nassert sys.stdin.read() == ''\n"
+    test = "assert os.listdir('.') == [], os.listdir('.')\nopen('scratch.txt', 'w').write('x')\n"
+    first = run_python(code, test)
+    second = run_python(code, test)
+    assert first.passed and second.passed, (first.reason, second.reason)
+    dirs = {first.stdout.strip(), second.stdout.strip()}
+    assert len(dirs) == 2 and all(Path(d).parent == root for d in dirs)
+    assert list(root.iterdir()) == []
+
+
+def test_hidden_test_source_is_not_readable() -> None:
+    code = "import os\nfiles = os.listdir('.')\n"
+    result = run_python(code, "assert files == [], files")
+    assert result.passed, result.reason
+
+
+def test_file_size_and_open_file_limits() -> None:
+    big = run_python("open('big', 'wb').write(b'x' * (65 << 20))\n", "pass")
+    assert not big.passed and "File too large" in big.reason
+    many = run_python("fs = [open('f%d' % i, 'w') for i in range(1000)]\n", "pass")
+    assert not many.passed and "Too many open files" in many.reason
+
+
+def test_task_limit_bounds_threads() -> None:
+    if sandbox.info().task_limit is None:
+        pytest.skip("no pids cgroup here: nothing bounds processes for root")
+    code = (
+        "import threading, time\n"
+        "threads = []\n"
+        "for _ in range(200):\n"
+        "    t = threading.Thread(target=time.sleep, args=(2,), daemon=True)\n"
+        "    t.start()\n"
+        "    threads.append(t)\n"
+    )
+    result = run_python(code, "pass")
+    assert not result.passed
+    assert "can't start new thread" in result.reason
+
+
+def test_multiprocessing_works_within_limits(backend_name: str) -> None:
+    code = (
+        "import multiprocessing as mp\n"
+        "def square(x):\n"
+        "    return x * x\n"
+        "with mp.Pool(2) as pool:\n"
+        "    squares = pool.map(square, range(5))\n"
+    )
+    result = run_python(code, "assert squares == [0, 1, 4, 9, 16]", timeout_s=10)
+    assert result.passed, result.reason + result.stderr
+
+
+# --- output --------------------------------------------------------------------
+
+
+def test_output_is_captured_and_capped() -> None:
+    code = "import sys\nprint('hello')\nprint('warn', file=sys.stderr)\nprint('x' * 100_000)\n"
+    result = run_python(code, "pass")
+    assert result.passed
+    assert result.stdout.startswith("hello\n")
+    assert result.stderr == "warn\n"
+    assert len(result.stdout) < 70_000
+    assert result.stdout.endswith("more bytes discarded]")
+
+
+def test_200_mb_writer_is_drained_without_blocking() -> None:
+    limits = Limits(output_limit_bytes=1 << 30)
+    code = "import sys\nchunk = 'y' * (1 << 20)\nfor _ in range(200):\n    sys.stdout.write(chunk)\n"
+    result = run_python(code, "pass", timeout_s=30, limits=limits)
+    assert result.passed, result.reason
+    assert len(result.stdout) < (64 << 10) + 100
+    assert f"[... {200 * (1 << 20) - (64 << 10)} more bytes discarded]" in result.stdout
+
+
+def test_output_beyond_the_limit_is_a_failure() -> None:
+    result = run_python("import sys\nsys.stdout.write('z' * 200_000_000)\n", "pass", timeout_s=20)
+    assert not result.passed
+    assert result.reason == "output limit exceeded: more than 16 MiB written"
+
+
+# --- processes -------------------------------------------------------------------
+
+
+def test_timeout_kills_children_and_session_leaders(
+    backend_name: str, marked_tmp: tuple[Path, str]
+) -> None:
+    _, marker = marked_tmp
+    sleeper = f"[sys.executable, '-c', 'import time; time.sleep(60)', '{marker}']"
+    code = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen({sleeper})\n"
+        f"subprocess.Popen({sleeper}, start_new_session=True)\n"
+        "time.sleep(60)\n"
+    )
+    result = run_python(code, "pass", timeout_s=1)
+    assert result.timed_out
+    assert processes_with(marker) == []
+
+
+def test_plain_without_cgroup_reaps_daemons(
+    monkeypatch: pytest.MonkeyPatch, marked_tmp: tuple[Path, str]
+) -> None:
+    """Without a cgroup, plain mode relies on its sub-reaper to kill a double-forked daemon."""
+    monkeypatch.setenv(sandbox.ENV_CGROUP, "0")
+    _, marker = marked_tmp
+    assert sandbox.info("plain").task_limit is None
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    result = run_python(code, "pass", backend_name="plain")
+    assert result.passed, result.reason
+    assert processes_with(marker) == []
+
+
+def test_parent_survives_signals_aimed_at_it(backend_name: str) -> None:
+    """The code's parent is the sandbox's init or supervisor, never the calling process."""
+    code = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    result = run_python(code, "import time\ntime.sleep(0.3)")
+    # a namespace init ignores signals from inside; plain mode's supervisor dies, and the run fails
+    assert result.passed == (backend_name != "plain"), result.reason
+    assert run_python("x = 1", "assert x == 1").passed
+
+
+# --- batches, backends, arguments ----------------------------------------------
+
+
+def test_run_many_keeps_order_and_runs_concurrently() -> None:
+    jobs = [(f"import time\ntime.sleep(0.6)\nx = {i}", f"assert x == {i}") for i in range(4)]
+    jobs.append(("x = 0", "assert x == 1"))
+    started = time.monotonic()
+    results = run_many(jobs, workers=2)
+    elapsed = time.monotonic() - started
+    assert [r.passed for r in results] == [True, True, True, True, False]
+    assert all(isinstance(r, ExecResult) for r in results)
+    # serially this takes >= 2.4 s
+    assert elapsed < 2.3, elapsed
+
+
+def test_backend_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sandbox.ENV_BACKEND, "plain")
+    assert sandbox.backend() == "plain"
+    assert run_python("x = 1", "assert x == 1").backend == "plain"
+    monkeypatch.setenv(sandbox.ENV_BACKEND, "docker")
+    with pytest.raises(SandboxError, match="expected one of bwrap, unshare, plain"):
+        sandbox.backend()
+
+
+def test_default_backend_is_the_strongest_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(sandbox.ENV_BACKEND, raising=False)
+    available = sandbox.available_backends()
+    assert "plain" in available
+    assert sandbox.backend() == available[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "network", "files"),
+    [case("bwrap", "bwrap", True, True), case("plain", "plain", False, False)],
+)
+def test_info_states_what_is_isolated(name: str, network: bool, files: bool) -> None:
+    info = sandbox.info(name)
+    assert (info.network_isolated, info.filesystem_isolated) == (network, files)
+    assert info.describe().startswith(name)
+
+
+def test_bwrap_hides_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    if sandbox.self_test("bwrap") is not None:
+        pytest.skip("bwrap does not work here")
+    test = (
+        "import os\n"
+        "assert not os.path.exists('/etc/shadow')\n"
+        "assert not os.path.exists('/home') and not os.path.exists(os.path.expanduser('~root/.ssh'))\n"
+        "assert not os.path.exists('/work') and not os.path.exists('/sys/fs/cgroup')\n"
+        "try:\n"
+        "    open('/usr/evil', 'w')\n"
+        "except OSError as exc:\n"
+        "    assert exc.errno == 30, exc\n"
+        "else:\n"
+        "    raise AssertionError('/usr is writable')\n"
+    )
+    result = run_python("", test, backend_name="bwrap")
+    assert result.passed, result.reason
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1, 601])
+def test_timeout_out_of_range_is_a_caller_error(timeout_s: float) -> None:
+    with pytest.raises(ValueError, match="timeout_s"):
+        run_python("", "pass", timeout_s=timeout_s)
+
+
+def test_harness_source_compiles() -> None:
+    compile(sandbox._HARNESS, "<harness>", "exec")
