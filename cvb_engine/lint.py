@@ -20,6 +20,8 @@ E012   error/    a CVB category does not hold exactly 5 scenarios (an error for
        warning   the shipped set, a warning while authoring)
 W013   warning   fewer than 3 violating or 3 compliant samples for a constraint
 W014   warning   the scenario file does not carry the canary string
+E015   error     an IVR problem without stated tests, source or reference
+                 solution, or with a constraint that has no ``exec`` check
 =====  ========  ===============================================================
 """
 
@@ -139,6 +141,8 @@ def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> lis
                 "warning",
             )
         )
+    if sc.category == "ivr":
+        findings.extend(_ivr_findings(item))
     deadline = deadline if deadline is not None else time.monotonic() + SAMPLE_TIME_BUDGET_S
     for ci, constraint in enumerate(sc.constraints):
         cloc = ("constraints", ci)
@@ -180,6 +184,28 @@ def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> lis
             )
         findings.extend(_sample_findings(item, ci, deadline))
     return findings
+
+
+def _ivr_findings(item: LoadedScenario) -> list[Finding]:
+    sc = item.scenario
+    path = str(item.path)
+    out = []
+    for name in ("stated_tests", "source", "reference_solution", "gold"):
+        if not (getattr(sc, name) or "").strip():
+            out.append(
+                Finding(path, item.line_of("category"), "E015", f"IVR problem without {name}")
+            )
+    for ci, c in enumerate(sc.constraints):
+        if not any(spec.kind == "exec" for spec in c.checks):
+            out.append(
+                Finding(
+                    path,
+                    item.line_of("constraints", ci),
+                    "E015",
+                    f"IVR constraint {c.id!r} has no exec check (a hidden test)",
+                )
+            )
+    return out
 
 
 def _sample_findings(item: LoadedScenario, ci: int, deadline: float) -> list[Finding]:

@@ -168,6 +168,13 @@ class Scenario(BaseModel):
     constraints: list[Constraint] = Field(min_length=1)
     stated_tests: str | None = None
     canary: str | None = None
+    # IVR problems (category `ivr`): where the problem comes from, the clarified
+    # intent the task leaves out (never shown to the model), and a solution that
+    # follows only the ambiguous task — it passes the stated tests and fails at
+    # least one hidden test, which `cvb audit` checks.
+    source: str | None = Field(default=None, description="e.g. HumanEval/34")
+    gold: str | None = Field(default=None, description="the full intent, hidden from the model")
+    reference_solution: str | None = None
 
     @field_validator("id")
     @classmethod

@@ -330,7 +330,7 @@ def test_samples_one_click_away_and_disagreement_flagged(library: Path) -> None:
     original = at.text_area(key="author_yaml").value
     item = '- "import httpx\\nhttpx.get(url)"'
     indent = original.splitlines()[line_of(original, item) - 1].split("-")[0]
-    # A fourth "compliant" sample that imports requests: its label is wrong.
+    # A second "compliant" sample that imports requests: its label is wrong.
     text = original.replace(item, f'{item}\n{indent}- "import requests\\nhttpx.get(url)"')
     edit(at, "author_yaml", text)
     assert 'data-code="E008"' in html(at)
@@ -340,8 +340,8 @@ def test_samples_one_click_away_and_disagreement_flagged(library: Path) -> None:
     assert "disagree with their label" in texts(at)
 
     picker = at.selectbox(key="author_sample")
-    assert any("compliant #4 — expected: passes every check" in o for o in picker.options)
-    picker.select("httpx-not-requests:compliant:4")
+    assert any("compliant #2 — expected: passes every check" in o for o in picker.options)
+    picker.select("httpx-not-requests:compliant:2")
     run(at)
     assert at.session_state["author_code"] == "import requests\nhttpx.get(url)"
     assert "the checks disagree" in texts(at)
