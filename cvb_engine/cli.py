@@ -275,7 +275,7 @@ def _load_plugins() -> None:
     """Import modules that add subcommands of their own (they register on import)."""
     import importlib
 
-    for module in ("cvb_engine.runner", "cvb_engine.dbtools"):
+    for module in ("cvb_engine.runner", "cvb_engine.dbtools", "cvb_engine.local"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -3,6 +3,7 @@
 #   scripts/setup.sh                the package, the studio, the IVR pack's data and the dev tools
 #   CVB_SETUP_BROWSER=1 ...         also Debian's chromium + Playwright (browser tests)
 #   CVB_SETUP_POSTGRES=1 ...        also Debian's PostgreSQL server binaries (shared-store tests)
+#   CVB_SETUP_LOCAL=0 ...           skip the bundled local model (cvb demo needs it, or a hosted endpoint)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,17 @@ fi
 if [ "${CVB_SETUP_BROWSER:-0}" = "1" ]; then
   command -v chromium >/dev/null 2>&1 || apt_install chromium
   python3 -m pip install --quiet 'playwright>=1.40'
+fi
+
+# The bundled local model for `cvb demo` / `cvb serve-local`. llama-cpp-python has no
+# binary wheel and compiles from source: about 5 minutes on 2 cores, once. A default
+# (native) build crashed on its first evaluation on the machines we test on; the
+# portable build (GGML_NATIVE=OFF) works.
+if [ "${CVB_SETUP_LOCAL:-1}" = "1" ]; then
+  if ! python3 -c "import llama_cpp" >/dev/null 2>&1; then
+    echo "building llama-cpp-python for the local model (about 5 minutes on 2 cores) ..."
+  fi
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install --quiet -e '.[local]'
 fi
 
 mkdir -p data

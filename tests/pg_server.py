@@ -52,7 +52,9 @@ class PgServer:
             raise RuntimeError(f"initdb failed: {init.stderr[-500:]}")
         self.port = _free_port()
         opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off"
-        started = self._as_postgres(pg_ctl, "-D", str(self.dir), "-w", "-l", str(parent / "log"), "-o", opts, "start")
+        started = self._as_postgres(
+            pg_ctl, "-D", str(self.dir), "-w", "-l", str(parent / "log"), "-o", opts, "start"
+        )
         if started.returncode:
             raise RuntimeError(f"pg_ctl start failed: {started.stderr[-500:]}")
         self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"

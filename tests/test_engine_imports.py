@@ -28,6 +28,8 @@ def test_every_engine_module_imports_without_ui_packages() -> None:
         "    importlib.import_module(m)\n"
         "print('ok', len(sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok")

@@ -13,10 +13,19 @@ from cvb_engine.metrics import (
 )
 
 
-def rows_for(model: str, arm: str, strict_flags: list[bool], *, scenarios: int = 35) -> list[RecordRow]:
+def rows_for(
+    model: str, arm: str, strict_flags: list[bool], *, scenarios: int = 35
+) -> list[RecordRow]:
     return [
-        RecordRow(model, f"s{i % scenarios:02d}", "cat-a" if i % scenarios < 20 else "cat-b", arm, "ok", flag,
-                  {"c1": flag, "c2": True})
+        RecordRow(
+            model,
+            f"s{i % scenarios:02d}",
+            "cat-a" if i % scenarios < 20 else "cat-b",
+            arm,
+            "ok",
+            flag,
+            {"c1": flag, "c2": True},
+        )
         for i, flag in enumerate(strict_flags)
     ]
 
@@ -95,9 +104,19 @@ def test_per_category_and_honored_only_when_ordered() -> None:
     assert honored_only_when_ordered(s) == [("m", "s1", "c1", 1.0, 0.0)]
 
 
-def ivr_row(model: str, problem: str, stated: bool, hidden: list[bool], arm: str = "cold") -> RecordRow:
-    return RecordRow(model, problem, "ivr", arm, "ok", all(hidden),
-                     {f"c{i}": h for i, h in enumerate(hidden)}, stated)
+def ivr_row(
+    model: str, problem: str, stated: bool, hidden: list[bool], arm: str = "cold"
+) -> RecordRow:
+    return RecordRow(
+        model,
+        problem,
+        "ivr",
+        arm,
+        "ok",
+        all(hidden),
+        {f"c{i}": h for i, h in enumerate(hidden)},
+        stated,
+    )
 
 
 def test_ivr_by_hand() -> None:
@@ -127,7 +146,10 @@ def test_ivr_by_hand() -> None:
     assert (result.n_stated_passed, result.n_solutions) == (6, 8)
     assert result.stated_pass_rate == pytest.approx(0.75)
     assert (result.n_extreme, result.n_qualifying) == (2, 3)
-    assert {k: (v.k, v.n) for k, v in result.constraint_fail.items()} == {"C2": (2, 6), "C3": (1, 6)}
+    assert {k: (v.k, v.n) for k, v in result.constraint_fail.items()} == {
+        "C2": (2, 6),
+        "C3": (1, 6),
+    }
     assert result.ivr.low is not None and result.ivr.high is not None
     assert 0 <= result.ivr.low <= 0.5 <= result.ivr.high <= 1
     assert ivr(rows)[("m", "cold")].ivr == result.ivr  # seeded: identical

@@ -45,7 +45,9 @@ def test_arms_differ_in_how_constraints_arrive(valid_text: str) -> None:
 
 
 def test_stated_tests_are_shown_in_every_arm(valid_text: str) -> None:
-    text = valid_text.replace("constraints:", "stated_tests: |\n  assert fetch_json is not None\nconstraints:", 1)
+    text = valid_text.replace(
+        "constraints:", "stated_tests: |\n  assert fetch_json is not None\nconstraints:", 1
+    )
     sc = load_text(text).scenario
     for arm in ARMS:
         assert "assert fetch_json is not None" in build_messages(sc, arm)[-1]["content"]

@@ -190,13 +190,11 @@ def test_timeout_is_reported_and_kills() -> None:
     assert time.monotonic() - started < 3
 
 
-def test_cpu_limit_kills_a_busy_process_group() -> None:
-    # The CPU limit stops what the wall clock has not yet (here: 1 s of CPU, 5 s of wall clock).
-    limits = Limits(cpu_s=1)
-    result = run_python("while True:\n    pass\n", "pass", timeout_s=5, limits=limits)
-    assert not result.passed
+def test_cpu_limit_kills_a_busy_process() -> None:
+    # The CPU limit stops what the wall clock has not yet: 1 s of CPU within a 30 s timeout.
+    result = run_python("while True:\n    pass\n", "pass", timeout_s=30, limits=Limits(cpu_s=1))
+    assert not result.passed and not result.timed_out
     assert result.reason == "killed: CPU time limit while the solution ran"
-    assert result.duration_s < 4
 
 
 def test_exit_status_zero_without_verdict_fails() -> None:
@@ -316,7 +314,9 @@ def test_output_is_captured_and_capped() -> None:
 
 def test_200_mb_writer_is_drained_without_blocking() -> None:
     limits = Limits(output_limit_bytes=1 << 30)
-    code = "import sys\nchunk = 'y' * (1 << 20)\nfor _ in range(200):\n    sys.stdout.write(chunk)\n"
+    code = (
+        "import sys\nchunk = 'y' * (1 << 20)\nfor _ in range(200):\n    sys.stdout.write(chunk)\n"
+    )
     result = run_python(code, "pass", timeout_s=30, limits=limits)
     assert result.passed, result.reason
     assert len(result.stdout) < (64 << 10) + 100
@@ -381,16 +381,16 @@ def test_parent_survives_signals_aimed_at_it(backend_name: str) -> None:
 # --- batches, backends, arguments ----------------------------------------------
 
 
-def test_run_many_keeps_order_and_runs_concurrently() -> None:
-    jobs = [(f"import time\ntime.sleep(0.6)\nx = {i}", f"assert x == {i}") for i in range(4)]
+def test_run_many_keeps_order_and_runs_workers_at_a_time() -> None:
+    code = "import time\nprint(time.time())\ntime.sleep(0.5)\nprint(time.time())\nx = {}\n"
+    jobs = [(code.format(i), f"assert x == {i}") for i in range(5)]
     jobs.append(("x = 0", "assert x == 1"))
-    started = time.monotonic()
     results = run_many(jobs, workers=2)
-    elapsed = time.monotonic() - started
-    assert [r.passed for r in results] == [True, True, True, True, False]
-    assert all(isinstance(r, ExecResult) for r in results)
-    # serially this takes >= 2.4 s
-    assert elapsed < 2.3, elapsed
+    assert [r.passed for r in results] == [True] * 5 + [False]
+    windows = [tuple(map(float, r.stdout.split())) for r in results[:5]]
+    overlap = [sum(s <= t < e for s, e in windows) for t, _ in windows]
+    # measured from inside the sandboxes: two at a time, never three
+    assert max(overlap) == 2, windows
 
 
 def test_backend_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

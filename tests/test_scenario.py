@@ -22,12 +22,44 @@ def test_valid_scenario_loads_with_lines_and_hash(scenario_dir: Path) -> None:
     ("edit", "line", "field", "fragment"),
     [
         pytest.param(("version: 1", "version: one"), 2, "version", "integer", id="version-type"),
-        pytest.param(("title: Fetch JSON with retries\n", ""), 1, "title", "Field required", id="missing-title"),
-        pytest.param(("category: library-choice", "category: misc"), 3, "category", "unknown category", id="category"),
-        pytest.param(("- kind: regex\n        require", "- kind: regexp\n        require"), 15, "constraints[0].checks[1]", "unknown check kind", id="kind"),
-        pytest.param(("require: 'timeout", "require: '(timeout"), 30, "constraints[1].checks[0].require", "does not compile", id="regex-compile"),
-        pytest.param(("id: timeout-set", "id: Timeout_Set"), 26, "constraints[1].id", "lowercase", id="constraint-id"),
-        pytest.param(("version: 1", "version: 1\nauthor: me"), 3, "author", "Extra inputs", id="extra-field"),
+        pytest.param(
+            ("title: Fetch JSON with retries\n", ""),
+            1,
+            "title",
+            "Field required",
+            id="missing-title",
+        ),
+        pytest.param(
+            ("category: library-choice", "category: misc"),
+            3,
+            "category",
+            "unknown category",
+            id="category",
+        ),
+        pytest.param(
+            ("- kind: regex\n        require", "- kind: regexp\n        require"),
+            15,
+            "constraints[0].checks[1]",
+            "unknown check kind",
+            id="kind",
+        ),
+        pytest.param(
+            ("require: 'timeout", "require: '(timeout"),
+            30,
+            "constraints[1].checks[0].require",
+            "does not compile",
+            id="regex-compile",
+        ),
+        pytest.param(
+            ("id: timeout-set", "id: Timeout_Set"),
+            26,
+            "constraints[1].id",
+            "lowercase",
+            id="constraint-id",
+        ),
+        pytest.param(
+            ("version: 1", "version: 1\nauthor: me"), 3, "author", "Extra inputs", id="extra-field"
+        ),
     ],
 )
 def test_schema_errors_name_line_and_field(
@@ -37,14 +69,20 @@ def test_schema_errors_name_line_and_field(
     with pytest.raises(ScenarioError) as info:
         load_text(valid_text.replace(edit[0], edit[1], 1), "s/x.yaml")
     problems = info.value.problems
-    assert any(p.line == line and p.field == field and fragment in p.message for p in problems), problems
+    assert any(p.line == line and p.field == field and fragment in p.message for p in problems), (
+        problems
+    )
 
 
 @pytest.mark.parametrize(
     ("raw", "fragment"),
     [
         pytest.param(b"id: a\nid: b\n", "duplicate key 'id'", id="duplicate-key"),
-        pytest.param(b"id: !!python/object/apply:os.system ['touch /tmp/pwned']\n", "not allowed", id="python-tag"),
+        pytest.param(
+            b"id: !!python/object/apply:os.system ['touch /tmp/pwned']\n",
+            "not allowed",
+            id="python-tag",
+        ),
         pytest.param(b"a: &a [1, 2]\nb: [*a, *a]\n", "aliases", id="alias"),
         pytest.param(b"id: caf\xe9\n", "UTF-8", id="latin1"),
         pytest.param(b"\x00\x01\x02garbage", "binary", id="nul"),

@@ -24,8 +24,16 @@ from cvb_engine.store import (
 
 def make_record(**over: object) -> Record:
     base = dict(
-        run_id="r1", model="m", scenario_id="s", scenario_version=1, scenario_sha256="x" * 64,
-        category="security", arm="cold", rep=0, status="ok", messages_sha256="y" * 64,
+        run_id="r1",
+        model="m",
+        scenario_id="s",
+        scenario_version=1,
+        scenario_sha256="x" * 64,
+        category="security",
+        arm="cold",
+        rep=0,
+        status="ok",
+        messages_sha256="y" * 64,
         prompt_version="2.0",
     )
     base.update(over)
@@ -66,7 +74,11 @@ def test_newer_schema_is_refused(db_url: str) -> None:
 
 
 def test_redact_params_keeps_the_variable_name_only() -> None:
-    params = {"api_key_env": "GROQ_API_KEY", "api_key": "sk-secret", "nested": {"token": "t", "ok": 1}}
+    params = {
+        "api_key_env": "GROQ_API_KEY",
+        "api_key": "sk-secret",
+        "nested": {"token": "t", "ok": 1},
+    }
     clean = redact_params(params)
     assert clean == {"api_key_env": "GROQ_API_KEY", "nested": {"ok": 1}}
     assert "sk-secret" not in json.dumps(clean)

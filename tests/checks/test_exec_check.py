@@ -253,7 +253,8 @@ def test_honest_solutions_pass(
 # not find alive afterwards), PORT (a listener of the test on 127.0.0.1).
 
 HOSTILE_TEST = "assert add(2, 3) == 5"
-HOSTILE_TIMEOUT_S = 1.0
+# Cases that end by timing out get 1 s; the others get room for a loaded machine.
+TIMEOUT_S = {True: 1.0, False: 3.0}
 ROOT_CAN_RAISE_LIMITS = False
 try:
     for _line in Path("/proc/self/status").read_text().splitlines():
@@ -345,7 +346,7 @@ HOSTILE: dict[str, Hostile] = {
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
         "        os.execv(sys.executable, [sys.executable, '-c',\n"
-        "            'import time; time.sleep(1); open(\"OUTSIDE/late.txt\", \"w\").write(\"x\")',\n"
+        '            \'import time; time.sleep(1); open("OUTSIDE/late.txt", "w").write("x")\',\n'
         "            'MARKER'])\n"
         "    os._exit(0)\n"
         "os.wait()\n"
@@ -540,7 +541,7 @@ def test_hostile_solution_fails_and_harms_nothing(
     )
     before = arena.snapshot()
 
-    result = check(code, HOSTILE_TEST, timeout_s=HOSTILE_TIMEOUT_S)
+    result = check(code, HOSTILE_TEST, timeout_s=TIMEOUT_S[hostile.timed_out])
 
     assert not result.passed, result.reason
     assert result.reason

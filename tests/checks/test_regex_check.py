@@ -16,18 +16,32 @@ COMMENTED = '# we no longer import requests\n"""requests was removed"""\nimport 
 @pytest.mark.parametrize(
     ("params", "code", "passed"),
     [
-        pytest.param({"forbid": r"\bimport requests\b"}, "import requests\n", False, id="forbid-hit"),
+        pytest.param(
+            {"forbid": r"\bimport requests\b"}, "import requests\n", False, id="forbid-hit"
+        ),
         pytest.param({"forbid": r"\bimport requests\b"}, "import httpx\n", True, id="forbid-miss"),
         pytest.param({"require": r"\bhttpx\."}, "httpx.get(u)", True, id="require-hit"),
         pytest.param({"require": r"\bhttpx\."}, "requests.get(u)", False, id="require-miss"),
-        pytest.param({"forbid": "IMPORT", "flags": ["ignorecase"]}, "import x", False, id="ignorecase"),
+        pytest.param(
+            {"forbid": "IMPORT", "flags": ["ignorecase"]}, "import x", False, id="ignorecase"
+        ),
         pytest.param({"forbid": "^x", "flags": ["multiline"]}, "a\nx = 1", False, id="multiline"),
         pytest.param({"forbid": "^x"}, "a\nx = 1", True, id="no-multiline"),
         # Documented behaviour: by default comments and strings count ...
         pytest.param({"forbid": r"requests"}, COMMENTED, False, id="comment-counts-by-default"),
         # ... and can be excluded.
-        pytest.param({"forbid": r"requests", "ignore_comments_and_strings": True}, COMMENTED, True, id="comment-ignored"),
-        pytest.param({"forbid": r"requests", "ignore_comments_and_strings": True}, "x = f'{requests}'", None, id="fstring"),
+        pytest.param(
+            {"forbid": r"requests", "ignore_comments_and_strings": True},
+            COMMENTED,
+            True,
+            id="comment-ignored",
+        ),
+        pytest.param(
+            {"forbid": r"requests", "ignore_comments_and_strings": True},
+            "x = f'{requests}'",
+            None,
+            id="fstring",
+        ),
     ],
 )
 def test_regex_verdicts(params: dict, code: str, passed: bool | None) -> None:

@@ -218,7 +218,9 @@ def test_file_changed_on_disk_needs_confirmation(library: Path) -> None:
     path = library / "library-choice" / "http-client-choice.yaml"
     at = open_scenario(start())
     path.write_text(path.read_text().replace("version: 1", "version: 3"))  # someone else
-    edit(at, "author_yaml", at.text_area(key="author_yaml").value.replace("title: F", "title: Now f"))
+    edit(
+        at, "author_yaml", at.text_area(key="author_yaml").value.replace("title: F", "title: Now f")
+    )
     assert at.button(key="author_save").disabled
     assert "changed on disk since you opened it" in texts(at)
 
@@ -235,8 +237,30 @@ def test_new_id_of_existing_scenario_is_refused(library: Path) -> None:
 
 @pytest.mark.parametrize(
     "bad_id",
-    ["../../etc/evil", "/etc/passwd", "a/b", "..", "Upper", "x.yaml", "", "a" * 81, "a--b", "x\x00y"],
-    ids=["traversal", "absolute", "slash", "dotdot", "upper", "dot", "empty", "long", "double-hyphen", "nul"],
+    [
+        "../../etc/evil",
+        "/etc/passwd",
+        "a/b",
+        "..",
+        "Upper",
+        "x.yaml",
+        "",
+        "a" * 81,
+        "a--b",
+        "x\x00y",
+    ],
+    ids=[
+        "traversal",
+        "absolute",
+        "slash",
+        "dotdot",
+        "upper",
+        "dot",
+        "empty",
+        "long",
+        "double-hyphen",
+        "nul",
+    ],
 )
 def test_bad_ids_are_refused(bad_id: str, tmp_path: Path) -> None:
     with pytest.raises(authoring.PathRefused):
