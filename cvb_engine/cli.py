@@ -257,12 +257,23 @@ def cmd_studio(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- main
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: Subcommands defined in other modules, imported only when used: `cvb lint`
+#: should not pay for importing the openai client.
+PLUGINS: dict[str, str] = {
+    "run": "cvb_engine.runner",
+    "db": "cvb_engine.dbtools",
+    "serve-local": "cvb_engine.local",
+    "demo": "cvb_engine.local",
+    "audit": "cvb_engine.ivr",
+}
+
+
+def build_parser(command_name: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cvb", description="Constraint-Violation Benchmark: lint, run, score, report."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _load_plugins()
+    _load_plugins(command_name)
     for name, (setup, handler) in _COMMANDS.items():
         doc = (handler.__doc__ or "").strip().splitlines()
         p = sub.add_parser(name, help=doc[0] if doc else None)
@@ -271,11 +282,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_plugins() -> None:
-    """Import modules that add subcommands of their own (they register on import)."""
+def _load_plugins(command_name: str | None = None) -> None:
+    """Import the modules that add subcommands (they register on import): only the
+    one that defines ``command_name`` when it is known, all of them otherwise."""
     import importlib
 
-    for module in ("cvb_engine.runner", "cvb_engine.dbtools", "cvb_engine.local"):
+    if command_name in _COMMANDS:
+        return
+    modules = [PLUGINS[command_name]] if command_name in PLUGINS else sorted(set(PLUGINS.values()))
+    for module in modules:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -284,7 +299,9 @@ def _load_plugins() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))

@@ -83,7 +83,8 @@ IMPERATIVE_WORDS: tuple[str, ...] = (
 IMPERATIVE_RE = re.compile(
     r"(?<![\w'’-])("
     + "|".join(
-        re.escape(w).replace("'", "['’]") for w in sorted(IMPERATIVE_WORDS, key=len, reverse=True)
+        re.escape(w).replace("'", "['’]").replace(re.escape(" "), r"\s+")
+        for w in sorted(IMPERATIVE_WORDS, key=len, reverse=True)
     )
     + r")(?![\w'’-])",
     re.IGNORECASE,
@@ -104,7 +105,8 @@ class Finding:
     severity: str = "error"
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.code} {self.message}"
+        note = "warning: " if self.severity == "warning" else ""
+        return f"{self.path}:{self.line}: {self.code} {note}{self.message}"
 
     @classmethod
     def from_problem(cls, problem: Problem) -> Finding:

@@ -35,6 +35,10 @@ Every execution, whatever the backend:
   with SIGKILL afterwards, which also removes double-forked daemons.
   ``RLIMIT_NPROC`` is no substitute: the kernel does not enforce it for root.
 
+Not bounded: the *total* memory of several processes (each has its own
+1 GiB; there is no memory cgroup), the total size of the files written in the
+temporary directory (each file ≤ 64 MiB), and CPU shares between executions.
+
 Backends (``CVB_SANDBOX=bwrap|unshare|plain`` forces one; otherwise the first
 that passes a self-test, in this order):
 
@@ -425,8 +429,8 @@ class _PidsCgroup:
             return None
         return path
 
-    def kill_and_remove(self, path: Path) -> None:
-        """SIGKILL everything still in the group, then remove it (later if busy)."""
+    def kill(self, path: Path) -> None:
+        """SIGKILL everything still in the group, until it is empty."""
         kill_file = path / "cgroup.kill"  # v2, Linux >= 5.14: atomic, no PID reuse race
         for _ in range(500):
             try:
@@ -444,6 +448,9 @@ class _PidsCgroup:
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
             time.sleep(0.002)
+
+    def remove(self, path: Path) -> None:
+        """Remove an emptied group; if the kernel still holds it busy, at a later call."""
         if not self._remove(path):
             with self._lock:
                 self._stale.append(path)
@@ -501,14 +508,23 @@ _ETC = (
 )
 
 
+def _site_dirs() -> list[str]:
+    paths = sysconfig.get_paths()
+    return [d for d in dict.fromkeys((paths["purelib"], paths["platlib"])) if os.path.isdir(d)]
+
+
 def _python_roots() -> list[str]:
-    """Directories holding the interpreter, its stdlib and site-packages."""
+    """Directories holding the interpreter, its stdlib and site-packages.
+
+    Directories that ``.pth`` files point to elsewhere (an editable install of
+    the project, say) are deliberately not among them.
+    """
     candidates = [
         sys.base_prefix,
         sys.prefix,
         sys.exec_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
-        *_site_paths(),
+        *_site_dirs(),
     ]
     roots: list[str] = []
     for path in sorted({os.path.realpath(p) for p in candidates if os.path.isdir(p)}):
@@ -526,11 +542,7 @@ def _site_paths() -> list[str]:
     """site-packages and the directories their ``.pth`` files list (not their import hooks)."""
     global _SITE_PATHS
     if _SITE_PATHS is None:
-        found: list[str] = []
-        for key in ("purelib", "platlib"):
-            site_dir = sysconfig.get_paths()[key]
-            if os.path.isdir(site_dir) and site_dir not in found:
-                found.append(site_dir)
+        found = _site_dirs()
         for site_dir in list(found):
             for pth in sorted(Path(site_dir).glob("*.pth")):
                 try:
@@ -548,9 +560,19 @@ def _site_paths() -> list[str]:
     return _SITE_PATHS
 
 
+_TOOLS: dict[str, str | None] = {}
+
+
+def _tool(name: str) -> str | None:
+    """Absolute path of a program, looked up once on the studio's PATH (the child's is minimal)."""
+    if name not in _TOOLS:
+        _TOOLS[name] = shutil.which(name)
+    return _TOOLS[name]
+
+
 def _bwrap_prefix(workdir: str, limits: Limits) -> list[str]:
     args = [
-        "bwrap",
+        _tool("bwrap") or "bwrap",
         "--unshare-all",
         "--die-with-parent",
         "--new-session",
@@ -577,7 +599,8 @@ def _bwrap_prefix(workdir: str, limits: Limits) -> list[str]:
 
 
 def _unshare_prefix() -> list[str]:
-    args = ["unshare", "--net", "--pid", "--ipc", "--uts", "--fork", "--mount-proc", "--kill-child"]
+    args = [_tool("unshare") or "unshare", "--net", "--pid", "--ipc", "--uts", "--fork"]
+    args += ["--mount-proc", "--kill-child"]
     if os.geteuid() != 0:
         args.append("--map-root-user")
     return [*args, "--"]
@@ -642,14 +665,41 @@ class _Verdict:
     failure: dict[str, object] | None = None
 
 
-def _parse_results(data: bytes, nonce: str) -> _Verdict:
-    """Read the harness's records; lines without this execution's nonce are ignored."""
-    verdict = _Verdict()
-    prefix = nonce.encode() + b" "
-    for line in data.split(b"\n"):
-        if not line.startswith(prefix):
-            continue
-        rest = line[len(prefix) :]
+class _ResultChannel:
+    """Parses the harness's records as they arrive, keeping only the verdict.
+
+    Nothing is buffered but the current line (capped), so code that floods the
+    result pipe cannot push the verdict out of a buffer or grow our memory;
+    lines without this execution's nonce are ignored.
+    """
+
+    MAX_LINE = 16 << 10
+
+    def __init__(self, nonce: str) -> None:
+        self.prefix = nonce.encode() + b" "
+        self.verdict = _Verdict()
+        self._line = bytearray()
+        self._skipping = False
+
+    def add(self, chunk: bytes) -> None:
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            if not self._skipping:
+                self._line += piece
+                self._record(bytes(self._line))
+            self._line.clear()
+            self._skipping = False
+        if not self._skipping:
+            self._line += rest
+            if len(self._line) > self.MAX_LINE:
+                self._line.clear()
+                self._skipping = True
+
+    def _record(self, line: bytes) -> None:
+        if not line.startswith(self.prefix):
+            return
+        rest = line[len(self.prefix) :]
+        verdict = self.verdict
         if rest.startswith(b"PHASE "):
             verdict.phase = rest[6:].decode("ascii", errors="replace")
         elif rest == b"PASS":
@@ -665,7 +715,13 @@ def _parse_results(data: bytes, nonce: str) -> _Verdict:
                 name = key.decode("ascii", "replace")
                 failure[name] = int(text) if name.startswith("line_") and text.isdigit() else text
             verdict.passed, verdict.failure = False, failure
-    return verdict
+
+
+def _parse_results(data: bytes, nonce: str) -> _Verdict:
+    """The verdict in a complete result stream (for tests and tools)."""
+    channel = _ResultChannel(nonce)
+    channel.add(data + b"\n")
+    return channel.verdict
 
 
 def _line_text(source: str, line: object) -> str:
@@ -721,7 +777,7 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-def _exit_reason(returncode: int | None, phase: str, limits: Limits) -> str:
+def _exit_reason(returncode: int | None, phase: str) -> str:
     when = {
         "start": "before the solution ran",
         "solution": "while the solution ran",
@@ -742,6 +798,7 @@ def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) 
     group = _cgroup()
     cg_path = group.create(limits.tasks) if group is not None else None
     nonce = secrets.token_hex(16)
+    channel = _ResultChannel(nonce)
     proc: subprocess.Popen[bytes] | None = None
     fds: list[int] = []
     start = time.monotonic()
@@ -786,24 +843,26 @@ def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) 
         for fd in (nonce_r, result_w):
             os.close(fd)
             fds.remove(fd)
-        out, err, results, timed_out, flooded, end = _collect(
-            proc, result_r, start, timeout_s, limits
+        out, err, timed_out, flooded, end = _collect(
+            proc, result_r, channel, start, timeout_s, limits
         )
     finally:
         if proc is not None:
             _kill_group(proc)
         if cg_path is not None and group is not None:
-            group.kill_and_remove(cg_path)
+            group.kill(cg_path)
         if proc is not None:
             proc.wait()
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
+        if cg_path is not None and group is not None:
+            group.remove(cg_path)
         for fd in fds:
             os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
     duration = end - start
-    verdict = _parse_results(bytes(results.data), nonce)
+    verdict = channel.verdict
     phase = verdict.phase or "start"
     failure = verdict.failure or {}
     test_line = failure.get("line_test")
@@ -820,7 +879,7 @@ def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) 
     elif verdict.failure is not None:
         reason = _failure_reason(verdict.failure, code, test)
     else:
-        reason = _exit_reason(proc.returncode if proc else None, verdict.phase, limits)
+        reason = _exit_reason(proc.returncode if proc else None, verdict.phase)
     return ExecResult(
         passed=passed,
         reason=reason,
@@ -841,13 +900,21 @@ def _mib(n: int) -> str:
 
 
 def _collect(
-    proc: subprocess.Popen[bytes], result_fd: int, start: float, timeout_s: float, limits: Limits
-) -> tuple[_Stream, _Stream, _Stream, bool, bool, float]:
+    proc: subprocess.Popen[bytes],
+    result_fd: int,
+    channel: _ResultChannel,
+    start: float,
+    timeout_s: float,
+    limits: Limits,
+) -> tuple[_Stream, _Stream, bool, bool, float]:
     """Drain stdout, stderr and the result pipe until the process exits or time runs out."""
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Stream(limits.output_keep_bytes), _Stream(limits.output_keep_bytes)
-    results = _Stream(64 << 10)
-    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, result_fd: results}
+    streams: dict[int, _Stream | _ResultChannel] = {
+        proc.stdout.fileno(): out,
+        proc.stderr.fileno(): err,
+        result_fd: channel,
+    }
     sel = selectors.DefaultSelector()
     for fd in streams:
         sel.register(fd, selectors.EVENT_READ)
@@ -904,7 +971,7 @@ def _collect(
         end = exited_at if exited_at is not None else time.monotonic()
         if timed_out:
             end = time.monotonic()
-        return out, err, results, timed_out, flooded, end
+        return out, err, timed_out, flooded, end
     finally:
         sel.close()
         if pidfd >= 0:
@@ -943,9 +1010,9 @@ def self_test(name: str) -> str | None:
         if name in _PROBES:
             return _PROBES[name]
         problem: str | None = None
-        if name == "bwrap" and shutil.which("bwrap") is None:
+        if name == "bwrap" and _tool("bwrap") is None:
             problem = "bwrap is not installed (Debian: apt-get install bubblewrap)"
-        elif name == "unshare" and shutil.which("unshare") is None:
+        elif name == "unshare" and _tool("unshare") is None:
             problem = "unshare (util-linux) is not installed"
         else:
             try:

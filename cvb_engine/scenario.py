@@ -152,7 +152,7 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, strict=True)
     category: Literal[
         "library-choice",
         "security",
@@ -225,26 +225,29 @@ class _StrictLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def _walk(node: Node, path: tuple[str | int, ...], depth: int) -> Iterator[tuple[tuple, Node]]:
+def _walk(
+    node: Node, path: tuple[str | int, ...], depth: int, line: int | None = None
+) -> Iterator[tuple[tuple[str | int, ...], int]]:
+    """Yield (path, line) for every node; a mapping value is anchored at its key's line."""
     if depth > MAX_DEPTH:
         raise _NodeProblem(node, f"nesting deeper than {MAX_DEPTH} levels")
     if node.tag not in _ALLOWED_TAGS:
         raise _NodeProblem(node, f"YAML tag {node.tag!r} is not allowed (plain data only)")
-    yield path, node
+    yield path, line if line is not None else node.start_mark.line + 1
     if isinstance(node, MappingNode):
         seen: dict[str, int] = {}
         for key, value in node.value:
             if not isinstance(key, ScalarNode):
                 raise _NodeProblem(key, "mapping keys must be plain strings")
-            if key.tag not in _ALLOWED_TAGS:
-                raise _NodeProblem(key, f"YAML tag {key.tag!r} is not allowed (plain data only)")
+            if key.tag != "tag:yaml.org,2002:str":
+                raise _NodeProblem(key, f"mapping key {key.value!r} is not a plain string")
             if key.value in seen:
                 raise _NodeProblem(
                     key,
                     f"duplicate key {key.value!r} (first at line {seen[key.value]})",
                 )
             seen[key.value] = key.start_mark.line + 1
-            yield from _walk(value, (*path, key.value), depth + 1)
+            yield from _walk(value, (*path, key.value), depth + 1, key.start_mark.line + 1)
     elif isinstance(node, SequenceNode):
         for i, item in enumerate(node.value):
             yield from _walk(item, (*path, i), depth + 1)
@@ -315,8 +318,8 @@ def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], i
         if node is None:
             raise ScenarioError([Problem(path, 1, "empty file: expected a scenario mapping")])
         lines: dict[tuple[str | int, ...], int] = {}
-        for loc, sub in _walk(node, (), 0):
-            lines[loc] = sub.start_mark.line + 1
+        for loc, line in _walk(node, (), 0):
+            lines[loc] = line
         data = loader.construct_document(node)
     except _NodeProblem as exc:
         raise ScenarioError([Problem(path, exc.line, str(exc))]) from None
@@ -345,7 +348,7 @@ def _field_name(loc: tuple[str | int, ...]) -> str:
 
 
 def _validation_problems(
-    path: str, exc: ValidationError, lines: dict[tuple[str | int, ...], int]
+    path: str, exc: ValidationError, lines: dict[tuple[str | int, ...], int], data: Any = None
 ) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
@@ -363,24 +366,56 @@ def _validation_problems(
         elif err["type"] == "literal_error" and loc and loc[-1] == "category":
             code = "E005"
             message = f"unknown category {err['input']!r}; expected one of {', '.join(CATEGORIES)}"
+        if (
+            message.startswith("constraint id ")
+            and "appears twice" in message
+            and isinstance(data, dict)
+        ):
+            loc = _second_constraint(data, message) or loc
         problems.append(Problem(path, _line_for(lines, loc), message, _field_name(loc), code))
     return problems
+
+
+def _second_constraint(data: dict[str, Any], message: str) -> tuple[str | int, ...] | None:
+    seen: set[Any] = set()
+    for i, c in enumerate(data.get("constraints") or []):
+        cid = c.get("id") if isinstance(c, dict) else None
+        if cid in seen and repr(cid) in message:
+            return ("constraints", i, "id")
+        seen.add(cid)
+    return None
 
 
 def load_text(text_or_bytes: str | bytes, path: str | Path = "<text>") -> LoadedScenario:
     """Load a scenario from text (or raw bytes) as if it were the file ``path``."""
     name = str(path)
-    raw = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else text_or_bytes
+    if isinstance(text_or_bytes, str):
+        try:
+            raw = text_or_bytes.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            line = text_or_bytes.count("\n", 0, exc.start) + 1
+            raise ScenarioError(
+                [Problem(name, line, "text contains lone surrogates; not valid UTF-8")]
+            ) from None
+    else:
+        raw = text_or_bytes
     text = _decode(name, raw)
     data, lines = parse_yaml(name, text)
     if not isinstance(data, dict):
         raise ScenarioError(
-            [Problem(name, 1, f"expected a mapping at the top level, found {type(data).__name__}")]
+            [
+                Problem(
+                    name,
+                    1,
+                    f"expected a scenario mapping at the top level, found {type(data).__name__}",
+                    code="E002",
+                )
+            ]
         )
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_validation_problems(name, exc, lines)) from None
+        raise ScenarioError(_validation_problems(name, exc, lines, data)) from None
     return LoadedScenario(scenario, Path(path), hashlib.sha256(raw).hexdigest(), lines)
 
 

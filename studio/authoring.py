@@ -412,7 +412,8 @@ def execute(plan: SavePlan, text: str, *, overwrite: bool, what: str) -> SaveOut
     if plan.needs_confirmation and not overwrite:
         return SaveOutcome(
             "confirm",
-            f"Not saved: {target.name} already exists. Tick “Overwrite the existing file” to replace it.",
+            f"Not saved: {target.name} already exists. "
+            "Tick “Overwrite the existing file” to replace it.",
             target,
         )
     try:
@@ -420,7 +421,8 @@ def execute(plan: SavePlan, text: str, *, overwrite: bool, what: str) -> SaveOut
     except FileExistsError:
         return SaveOutcome(
             "confirm",
-            f"Not saved: {target.name} appeared on disk meanwhile. Tick “Overwrite the existing file” to replace it.",
+            f"Not saved: {target.name} appeared on disk meanwhile. "
+            "Tick “Overwrite the existing file” to replace it.",
             target,
         )
     except OSError as exc:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from cvb_engine import sandbox
-from cvb_engine.sandbox import ExecResult, Limits, SandboxError, run_many, run_python
+from cvb_engine.sandbox import Limits, SandboxError, run_many, run_python
 
 
 def case(id_: str, *values: Any) -> Any:
@@ -211,6 +211,27 @@ def test_records_without_the_nonce_are_ignored() -> None:
     assert (verdict.passed, verdict.phase) == (False, "test")
     assert verdict.failure == {"exc": "Oops"}
     assert sandbox._parse_results(b"\nnonce1 PASS\n", "nonce1").passed
+
+
+def test_flooding_the_result_pipe_does_not_hide_a_pass() -> None:
+    code = (
+        "import os\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n"
+        "        os.write(fd, b'garbage ' * 40_000)\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    assert run_python(code, "pass").passed
+
+
+def test_overlong_result_lines_are_skipped() -> None:
+    channel = sandbox._ResultChannel("n1")
+    channel.add(b"n1 PHASE test\n" + b"y" * (sandbox._ResultChannel.MAX_LINE + 10))
+    channel.add(b"n1 PASS\nn1 PHASE start")
+    assert channel.verdict.phase == "test" and not channel.verdict.passed
+    channel.add(b"\nn1 PASS\n")
+    assert channel.verdict.passed
 
 
 def test_forged_verdicts_on_every_descriptor_fail() -> None:

@@ -33,6 +33,57 @@ DEFAULT_TIMEOUT_S = 0.1
 MAX_EVIDENCE = 20
 
 
+MAX_PATTERN_CHARS = 4000
+MAX_REPEAT_WEIGHT = 5000
+_COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def repeat_weight(pattern: str) -> int:
+    """How many copies counted repeats expand to, multiplied along nesting.
+
+    ``a{3}`` weighs 3, ``(a{3}){4}`` 12. A scan, not a parser: escapes and
+    character classes are skipped, which is all the estimate needs.
+    """
+    frames = [1]  # the heaviest weight seen inside each open group
+    last = 1  # the weight of the atom just before the current position
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            last = 1
+            i += 2
+            continue
+        if ch == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "^":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            last = 1
+            i = j + 1
+            continue
+        if ch == "(":
+            frames.append(1)
+            last = 1
+        elif ch == ")":
+            last = frames.pop() if len(frames) > 1 else 1
+            frames[-1] = max(frames[-1], last)
+        elif ch == "{":
+            m = _COUNTED.match(pattern, i)
+            if m:
+                count = max(int(m.group(1)), int(m.group(2) or 0))
+                last = last * max(count, 1)
+                frames[-1] = max(frames[-1], last)
+                i = m.end()
+                continue
+        else:
+            last = 1
+        i += 1
+    return max(frames)
+
+
 class Params(BaseModel):
     """Parameters of a ``regex`` check; exactly one of ``forbid`` and ``require``."""
 
@@ -61,10 +112,22 @@ class Params(BaseModel):
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
+            if len(value) > MAX_PATTERN_CHARS:
+                raise ValueError(f"pattern longer than {MAX_PATTERN_CHARS} characters")
+            weight = repeat_weight(value)
+            if weight > MAX_REPEAT_WEIGHT:
+                # regex expands counted repeats at compile time: x{4294967294}
+                # allocates gigabytes and ((x{255}){255}){255} compiles for minutes.
+                raise ValueError(
+                    f"counted repetition too large ({weight:,} copies when expanded; "
+                    f"at most {MAX_REPEAT_WEIGHT:,}); use + or * instead"
+                )
             try:
                 regex.compile(value)
             except regex.error as exc:
                 raise ValueError(f"pattern does not compile: {exc}") from None
+            except (MemoryError, OverflowError, RecursionError) as exc:
+                raise ValueError(f"pattern does not compile: {type(exc).__name__}") from None
         return value
 
     @property

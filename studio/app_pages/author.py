@@ -7,6 +7,7 @@ The page only lays things out; what it shows comes from :mod:`studio.authoring`
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ ARM_NOTES = {
     "incentivized": "The constraints as past decisions in project memory (never as orders), "
     "then the task. The gap between mandated and incentivized is the headline metric.",
 }
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~$:])")
 PASS = ":green[:material/check_circle:]"
 FAIL = ":red[:material/cancel:]"
 # Code is edited in a monospace font without soft wrapping: indentation is syntax in
@@ -86,7 +88,10 @@ def create_from_template() -> None:
     problem = au.id_problem(new_id)
     taken = next((e for e in entries if e.where == "library" and e.id == new_id), None)
     if problem is None and taken is not None:
-        problem = f"a scenario with id {new_id!r} exists ({rel(taken.path)}); open it, or choose another id"
+        problem = (
+            f"a scenario with id {new_id!r} exists ({rel(taken.path)}); "
+            "open it, or choose another id"
+        )
     if problem:
         ss.author_new_error = problem
         return
@@ -160,7 +165,7 @@ def fields_table(fields: tuple[au.FieldDoc, ...]) -> str:
     """A Markdown table (it wraps long descriptions, unlike a data grid)."""
 
     def cell(value: str) -> str:
-        return value.replace("|", "\\|").replace("\n", " ")
+        return md(value).replace("\n", " ")
 
     rows = [
         f"| `{f.name}` | {cell(f.type)} | {cell(f.default)} | {cell(f.description)} |"
@@ -186,11 +191,11 @@ def show_verdicts(scored: Scored, summary: dict[str, list[tuple[str, str]]]) -> 
             for check in verdict.checks:
                 label = f"{verdict.constraint_id}/{check.check_id}"
                 mark = ":green[pass]" if check.result.passed else ":red[**fail**]"
-                st.markdown(f"{mark} `{label}` — {check.result.reason}")
-                st.caption(params.get(label, check.kind))
+                st.markdown(f"{mark} `{label}` — {md(check.result.reason)}")
+                st.caption(md(params.get(label, check.kind)))
     if scored.stated_detail is not None:
         ok = ":green[pass]" if scored.stated_passed else ":red[**fail**]"
-        st.markdown(f"**Stated tests:** {ok} — {scored.stated_detail.reason}")
+        st.markdown(f"**Stated tests:** {ok} — {md(scored.stated_detail.reason)}")
 
 
 def show_sample_agreement(scored: Scored, code: str) -> None:
@@ -207,6 +212,12 @@ def show_sample_agreement(scored: Scored, code: str) -> None:
         st.success(note + "the checks agree.")
     else:
         st.error(note + "**the checks disagree** — a check or the sample needs fixing.")
+
+
+def md(value: str) -> str:
+    """``value`` as literal Markdown text: check reasons and parameters hold regexes and code,
+    whose ``*``, ``_``, ``$`` or brackets would otherwise turn into formatting or LaTeX."""
+    return MARKDOWN_SPECIAL.sub(r"\\\1", value)
 
 
 def sample_label(v: au.SampleVerdict) -> str:
@@ -250,10 +261,11 @@ if library_tab.open:
         counts = Counter(e.category for e in entries if e.where == "library")
         st.caption(
             " · ".join(
-                f"{c} **{counts.get(c, 0)}**" + ("" if counts.get(c, 0) == 5 else " ⚠️")
+                f"{c} **{counts.get(c, 0)}**" + ("" if counts.get(c, 0) == 5 else " ⚠")
                 for c in CVB_CATEGORIES
             )
-            + " — the CVB set has 5 scenarios per category. Click a row to choose it."
+            + " — the CVB set has 5 scenarios per category. "
+            "Tick a row to choose it, then open it below."
         )
         if shown:
             st.dataframe(
@@ -281,6 +293,12 @@ if library_tab.open:
         else:
             st.info(f"No scenario files under `{root}` yet. Start a new one on the right.")
 
+        dirty = doc is not None and text != doc["baseline"]
+        if dirty:
+            st.warning(
+                f"**{doc['name']}** has unsaved changes. Opening or creating another scenario "
+                "discards them; save them (or save a draft) in the Editor tab first."
+            )
         open_col, new_col = st.columns(2, gap="large")
         with open_col, st.container(border=True):
             st.markdown("**Open a scenario**")
@@ -296,11 +314,6 @@ if library_tab.open:
                 placeholder="Choose or type to search…",
                 key="author_pick",
             )
-            dirty = doc is not None and text != doc["baseline"]
-            if dirty:
-                st.warning(
-                    f"Opening another scenario discards your unsaved changes to **{doc['name']}**."
-                )
             st.button(
                 "Discard changes and open" if dirty else "Open in editor",
                 key="author_open",
@@ -321,7 +334,15 @@ if library_tab.open:
                 placeholder="e.g. yaml-safe-load",
                 help="Lowercase words joined by hyphens; it becomes the file name.",
             )
-            st.selectbox("Category", CATEGORIES, key="author_new_category")
+            # The templates are CVB scenarios; an IVR problem also needs stated tests, a
+            # reference solution and exec checks, so it starts from an existing problem.
+            st.selectbox(
+                "Category",
+                CVB_CATEGORIES,
+                key="author_new_category",
+                help="For an IVR problem, open an existing one from the ivr category and "
+                "change its id.",
+            )
             st.selectbox(
                 "Template",
                 list(TEMPLATES),
@@ -330,7 +351,11 @@ if library_tab.open:
             )
             if ss.get("author_new_error"):
                 st.error(ss.author_new_error)
-            st.button("Create from template", key="author_create", on_click=create_from_template)
+            st.button(
+                "Discard changes and create" if dirty else "Create from template",
+                key="author_create",
+                on_click=create_from_template,
+            )
 
 if editor_tab.open:
     with editor_tab:
@@ -541,7 +566,7 @@ if kinds_tab.open:
             with st.container(border=True):
                 sandbox = " · runs the code in the sandbox" if kind.executes_code else ""
                 st.markdown(f"#### `kind: {kind.name}`{sandbox}")
-                st.write(kind.description)
+                st.markdown(md(kind.description))
                 tables = [("Parameters", kind.fields)]
                 tables += [(f"Fields of `{holder}:`", fields) for holder, fields in kind.nested]
                 for title, fields in tables:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cvb_engine import lint_paths, registry
+from cvb_engine import CVB_CATEGORIES, lint_paths, registry
 from studio import authoring
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,7 +160,7 @@ def test_new_scenario_from_template_to_lint_clean_file(library: Path) -> None:
 def test_templates_are_lint_clean(template: str, tmp_path: Path) -> None:
     from studio.scenario_templates import TEMPLATES
 
-    for category in ("library-choice", "security", "ivr"):
+    for category in CVB_CATEGORIES:
         text = TEMPLATES[template].render("fresh-scenario", category)
         lint = authoring.lint_editor(text, tmp_path, [], tmp_path / "x.yaml")
         assert lint.item is not None
@@ -189,10 +189,18 @@ def test_save_refused_on_lint_errors_but_draft_saved_outside_library(library: Pa
     assert path.read_text(encoding="utf-8") == original
     # Drafts live outside the linted tree: the library still lints clean.
     assert not [f for f in lint_paths([library], shipped=False) if f.severity == "error"]
-    # The draft is listed and can be reopened.
-    at.session_state["author_view"] = "Library"
-    run(at)
+    # The draft is listed in the library table.
+    show(at, "Library")
     assert "draft" in list(at.dataframe[0].value["where"])
+
+    # Fixed and saved into the library, the draft has served its purpose and goes.
+    show(at, "Editor")
+    edit(at, "author_yaml", original.replace("version: 1", "version: 2"))
+    at.button(key="author_save").click()
+    run(at)
+    assert "version: 2" in path.read_text(encoding="utf-8")
+    assert not draft.exists()
+    assert "The draft" in at.success[0].value and "was removed" in at.success[0].value
 
 
 def test_overwriting_another_file_needs_confirmation(library: Path, valid_text: str) -> None:

@@ -1,0 +1,473 @@
+"""Progress of runs, read from the store: what a live view shows while ``cvb run`` works.
+
+Everything here reads the database only, so it sees every run the same way:
+one started from the studio, from a terminal, or on another machine sharing a
+PostgreSQL store. Counts are aggregated in SQL (``GROUP BY``), never by
+loading records into Python.
+
+Liveness. A run's stored ``status`` says ``running`` until its process writes
+something else, so a process that was killed (``kill -9``, a reboot, an
+out-of-memory kill) would look like it runs forever. :func:`liveness` tells a
+*died* run apart:
+
+* on this host, the process id stored with the run is checked: gone, a zombie,
+  or a process that started after the run's last heartbeat (the id was reused)
+  means the run died — whatever the heartbeat says;
+* on another host (or without a pid), the heartbeat decides: the runner
+  refreshes ``Run.updated`` every ~2 s while it stores results, and a run
+  silent for longer than :data:`DEAD_AFTER_S` is reported as died.
+
+Timestamps: the runner writes UTC; SQLite hands them back without a zone, and
+they are read as UTC.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import case, func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
+
+from cvb_engine.metrics import ARM_ORDER, Rate
+from cvb_engine.store import ConstraintResult, Record, Run
+
+#: A running run whose heartbeat is older than this (and whose process cannot be
+#: checked on this host) is reported as died.
+DEAD_AFTER_S = 30.0
+#: calls/s is measured over the records stored in this last window.
+RATE_WINDOW_S = 60.0
+#: Tolerance between the clock that stamps the heartbeat and process start times.
+_CLOCK_SLACK_S = 2.0
+
+RunState = Literal["created", "running", "finished", "cancelled", "failed", "died"]
+_STORED: dict[str, RunState] = {
+    "created": "created",
+    "finished": "finished",
+    "cancelled": "cancelled",
+    "failed": "failed",
+}
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _boot_time() -> float | None:
+    try:
+        for line in Path("/proc/stat").read_text().splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _proc_stat(pid: int) -> tuple[str, float | None] | None:
+    """(state letter, start time as a Unix timestamp) from /proc, or None if unreadable."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rfind(")") + 2 :].split()
+    state = fields[0] if fields else "?"
+    boot = _boot_time()
+    try:
+        ticks = int(fields[19])
+        started = boot + ticks / os.sysconf("SC_CLK_TCK") if boot is not None else None
+    except (IndexError, ValueError, OSError):
+        started = None
+    return state, started
+
+
+def process_alive(pid: int, *, started_by: datetime | None = None) -> bool:
+    """Whether process ``pid`` exists on this host and is not a zombie.
+
+    With ``started_by``, a process that started later than that moment is not
+    the one that was meant (its id was reused) and counts as gone.
+    """
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, under another user
+    stat = _proc_stat(pid)
+    if stat is None:
+        return True  # no /proc here: existence is all we can tell
+    state, started = stat
+    if state in ("Z", "X"):
+        return False
+    if started_by is not None and started is not None:
+        return started <= _utc(started_by).timestamp() + _CLOCK_SLACK_S
+    return True
+
+
+# --------------------------------------------------------------------------- liveness
+
+
+@dataclass(frozen=True)
+class Liveness:
+    state: RunState
+    reason: str | None = None  # why a run is reported as died, in words
+
+
+def liveness(
+    status: str,
+    pid: int | None,
+    host: str | None,
+    updated: datetime,
+    *,
+    now: datetime | None = None,
+    local_host: str | None = None,
+) -> Liveness:
+    """The state to show for a run: its stored status, or ``died`` (see the module doc)."""
+    if status != "running":
+        return Liveness(_STORED.get(status, "failed"))
+    now = _utc(now or datetime.now(UTC))
+    age = (now - _utc(updated)).total_seconds()
+    local = host is not None and host == (local_host or this_host())
+    if local and pid is not None:
+        if process_alive(pid, started_by=updated):
+            return Liveness("running")
+        return Liveness("died", f"its process {pid} on {host} is gone")
+    if age > DEAD_AFTER_S:
+        where = f" on {host}" if host else ""
+        return Liveness("died", f"no heartbeat for {age:.0f} s (process{where} not reachable)")
+    return Liveness("running")
+
+
+# --------------------------------------------------------------------------- progress
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """Where one run stands, as the store tells it."""
+
+    run_id: str
+    status: str  # as stored
+    state: RunState  # the status, or "died"
+    died_reason: str | None
+    total: int
+    done: int  # cells with a record (ok or error)
+    ok: int
+    errors: int
+    calls_per_s: float | None  # records stored per second over the last minute
+    eta_s: float | None  # while running, at that rate
+    created: datetime
+    updated: datetime
+    heartbeat_age_s: float
+    pid: int | None
+    host: str | None
+    note: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fraction(self) -> float:
+        return min(self.done / self.total, 1.0) if self.total else 0.0
+
+    @property
+    def missing(self) -> int:
+        """Cells without a successful record: what a resume would send."""
+        return max(self.total - self.ok, 0)
+
+    @property
+    def active(self) -> bool:
+        return self.state == "running"
+
+    @property
+    def resumable(self) -> bool:
+        return self.state in ("cancelled", "died", "failed", "created") and self.missing > 0
+
+    @property
+    def retryable(self) -> bool:
+        return not self.active and self.errors > 0
+
+    @property
+    def cancellable_here(self) -> bool:
+        """Running on this host, with a process id to signal."""
+        return self.active and self.pid is not None and self.host == this_host()
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.params.get("models") or [])
+
+    @property
+    def arms(self) -> list[str]:
+        return list(self.params.get("arms") or [])
+
+
+def _run_ids_to_show(session: Session, limit: int, run_ids: list[str] | None) -> list[Run]:
+    if run_ids is not None:
+        if not run_ids:
+            return []
+        rows = session.exec(select(Run).where(col(Run.id).in_(run_ids))).all()
+        order = {rid: i for i, rid in enumerate(run_ids)}
+        return sorted(rows, key=lambda r: order[r.id])
+    recent = list(session.exec(select(Run).order_by(col(Run.updated).desc()).limit(limit)))
+    seen = {r.id for r in recent}
+    # A running run is always shown, however many runs were touched since.
+    running = session.exec(select(Run).where(col(Run.status) == "running")).all()
+    return [*(r for r in running if r.id not in seen), *recent]
+
+
+def list_progress(
+    session: Session,
+    *,
+    limit: int = 10,
+    run_ids: list[str] | None = None,
+    now: datetime | None = None,
+    local_host: str | None = None,
+) -> list[RunProgress]:
+    """Progress of the ``limit`` most recently active runs (every running one included),
+    or of ``run_ids`` in that order. Running and died runs come first."""
+    now = _utc(now or datetime.now(UTC))
+    runs = _run_ids_to_show(session, limit, run_ids)
+    if not runs:
+        return []
+    ids = [r.id for r in runs]
+    is_ok = case((col(Record.status) == "ok", 1), else_=0)
+    counts = {
+        rid: (int(n or 0), int(k or 0))
+        for rid, n, k in session.execute(
+            sa_select(col(Record.run_id), func.count(), func.sum(is_ok))
+            .where(col(Record.run_id).in_(ids))
+            .group_by(col(Record.run_id))
+        )
+    }
+    since = now - timedelta(seconds=RATE_WINDOW_S)
+    recent = {
+        rid: (int(n or 0), first)
+        for rid, n, first in session.execute(
+            sa_select(col(Record.run_id), func.count(), func.min(col(Record.created)))
+            .where(col(Record.run_id).in_(ids), col(Record.created) >= since)
+            .group_by(col(Record.run_id))
+        )
+    }
+    out = []
+    for run in runs:
+        done, ok = counts.get(run.id, (0, 0))
+        live = liveness(run.status, run.pid, run.host, run.updated, now=now, local_host=local_host)
+        rate = eta = None
+        if live.state == "running":
+            n_recent, first = recent.get(run.id, (0, None))
+            rate = 0.0
+            if n_recent and first is not None:
+                # From the window's first record to now: a run that stalls slows down.
+                span = min(max((now - _utc(first)).total_seconds(), 1.0), RATE_WINDOW_S)
+                rate = n_recent / span
+            remaining = max(run.total_cells - done, 0)
+            eta = remaining / rate if rate else None
+        out.append(
+            RunProgress(
+                run_id=run.id,
+                status=run.status,
+                state=live.state,
+                died_reason=live.reason,
+                total=run.total_cells,
+                done=done,
+                ok=ok,
+                errors=done - ok,
+                calls_per_s=rate,
+                eta_s=eta,
+                created=_utc(run.created),
+                updated=_utc(run.updated),
+                heartbeat_age_s=max((now - _utc(run.updated)).total_seconds(), 0.0),
+                pid=run.pid,
+                host=run.host,
+                note=run.note,
+                params=run.params,
+            )
+        )
+    first_states = ("running", "died")
+    return sorted(out, key=lambda p: p.state not in first_states)  # stable: keeps the order
+
+
+def run_progress(
+    session: Session, run_id: str, *, now: datetime | None = None
+) -> RunProgress | None:
+    found = list_progress(session, run_ids=[run_id], now=now)
+    return found[0] if found else None
+
+
+# --------------------------------------------------------------------------- details
+
+
+@dataclass(frozen=True)
+class ArmAccuracy:
+    """Strict accuracy so far for one (model, arm); errors are outside the denominator."""
+
+    model: str
+    arm: str
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    created: datetime
+    model: str
+    scenario_id: str
+    arm: str
+    rep: int
+    attempts: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class FinishedRow:
+    created: datetime
+    model: str
+    scenario_id: str
+    category: str
+    arm: str
+    rep: int
+    status: str
+    strict: bool | None
+    latency_s: float | None
+    violated: list[str]  # constraint ids not honored
+    error: str | None
+    code: str | None
+
+
+def accuracy_so_far(session: Session, run_id: str) -> list[ArmAccuracy]:
+    """Strict accuracy per model × arm over the records stored so far (DESIGN §7)."""
+    scored = (col(Record.status) == "ok") & col(Record.strict).is_not(None)
+    n_scored = func.sum(case((scored, 1), else_=0))
+    n_strict = func.sum(case((scored & col(Record.strict).is_(True), 1), else_=0))
+    n_errors = func.sum(case((col(Record.status) == "ok", 0), else_=1))
+    rows = session.execute(
+        sa_select(col(Record.model), col(Record.arm), n_scored, n_strict, n_errors)
+        .where(col(Record.run_id) == run_id)
+        .group_by(col(Record.model), col(Record.arm))
+    ).all()
+    order = {a: i for i, a in enumerate(ARM_ORDER)}
+    out = [
+        ArmAccuracy(model, arm, Rate(int(k or 0), int(n or 0), int(e or 0)))
+        for model, arm, n, k, e in rows
+    ]
+    return sorted(out, key=lambda a: (a.model, order.get(a.arm, len(order)), a.arm))
+
+
+def latest_errors(session: Session, run_id: str, limit: int = 5) -> list[ErrorRow]:
+    """The most recent error records of a run, newest first, with the runner's reason."""
+    rows = session.exec(
+        select(Record)
+        .where(col(Record.run_id) == run_id, col(Record.status) == "error")
+        .order_by(col(Record.created).desc(), col(Record.id).desc())
+        .limit(limit)
+    ).all()
+    return [
+        ErrorRow(
+            _utc(r.created),
+            r.model,
+            r.scenario_id,
+            r.arm,
+            r.rep,
+            r.attempts,
+            r.error or "(no reason stored)",
+        )
+        for r in rows
+    ]
+
+
+def latest_record(session: Session, run_id: str) -> FinishedRow | None:
+    """The record stored last, with the constraints it did not honor."""
+    r = session.exec(
+        select(Record)
+        .where(col(Record.run_id) == run_id)
+        .order_by(col(Record.created).desc(), col(Record.id).desc())
+        .limit(1)
+    ).first()
+    if r is None:
+        return None
+    violated = list(
+        session.exec(
+            select(ConstraintResult.constraint_id)
+            .where(
+                col(ConstraintResult.record_id) == r.id,
+                col(ConstraintResult.honored).is_(False),
+            )
+            .order_by(col(ConstraintResult.id))
+        )
+    )
+    return FinishedRow(
+        created=_utc(r.created),
+        model=r.model,
+        scenario_id=r.scenario_id,
+        category=r.category,
+        arm=r.arm,
+        rep=r.rep,
+        status=r.status,
+        strict=r.strict,
+        latency_s=r.latency_s,
+        violated=violated,
+        error=r.error,
+        code=r.code,
+    )
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """Everything the live panel shows for one run."""
+
+    progress: RunProgress
+    accuracy: list[ArmAccuracy]
+    errors: list[ErrorRow]
+    latest: FinishedRow | None
+
+
+def run_detail(session: Session, progress: RunProgress, *, errors_limit: int = 5) -> RunDetail:
+    return RunDetail(
+        progress=progress,
+        accuracy=accuracy_so_far(session, progress.run_id),
+        errors=latest_errors(session, progress.run_id, errors_limit) if progress.errors else [],
+        latest=latest_record(session, progress.run_id) if progress.done else None,
+    )
+
+
+def format_duration(seconds: float | None) -> str:
+    """``1:02:03``, ``02:03``, or ``–`` when unknown."""
+    if seconds is None:
+        return "–"
+    total = round(seconds)
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+__all__ = [
+    "DEAD_AFTER_S",
+    "RATE_WINDOW_S",
+    "ArmAccuracy",
+    "ErrorRow",
+    "FinishedRow",
+    "Liveness",
+    "RunDetail",
+    "RunProgress",
+    "RunState",
+    "accuracy_so_far",
+    "format_duration",
+    "latest_errors",
+    "latest_record",
+    "list_progress",
+    "liveness",
+    "process_alive",
+    "run_detail",
+    "run_progress",
+    "this_host",
+]

@@ -1,0 +1,686 @@
+"""Read-side queries for the Results page and the reports: typed, aggregated in SQL, UI-free.
+
+What the studio shows about stored runs comes from here, so the page only lays
+things out. Every chart-sized figure is computed from ``GROUP BY`` counts
+(:func:`cvb_engine.results.db_tallies`) and never from response texts; only
+:func:`cell_records` reads texts, and only the three (or fewer) records of the
+one cell being looked at.
+
+Also here: the published reference figures (``data/reference/cvb-2.0-groq.json``)
+that the page and the HTML report show beside a user's own numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import case, func, literal
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
+
+from cvb_engine.metrics import (
+    ARM_ORDER,
+    Interval,
+    IVRSummary,
+    Rate,
+    RecordRow,
+    Summary,
+    honored_only_when_ordered,
+    ivr,
+    summarize,
+)
+from cvb_engine.results import db_tallies
+from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run
+
+REFERENCE_DIR = Path(__file__).resolve().parent.parent / "data" / "reference"
+REFERENCE_FILE = REFERENCE_DIR / "cvb-2.0-groq.json"
+REFERENCE_FORMAT = "cvb-reference/1"
+
+# --------------------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One stored run with the counts the run picker shows."""
+
+    id: str
+    created: datetime
+    updated: datetime
+    status: str
+    prompt_version: str
+    total_cells: int
+    n_records: int
+    n_errors: int
+    n_scored: int
+    models: tuple[str, ...]
+    note: str | None = None
+
+    @property
+    def label(self) -> str:
+        day = self.created.strftime("%Y-%m-%d %H:%M")
+        return f"{self.id} · {day} · {self.n_records:,} records · {self.status}"
+
+
+def _utc(moment: datetime) -> datetime:
+    # SQLite hands back naive values; they were stored as UTC.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def list_runs(session: Session) -> list[RunInfo]:
+    """Every run, newest first, with record counts from one aggregate query."""
+    scored = (col(Record.status) == "ok") & col(Record.strict).is_not(None)
+    counts_stmt = sa_select(
+        col(Record.run_id),
+        func.count(),
+        func.sum(case((col(Record.status) == "ok", 0), else_=1)),
+        func.sum(case((scored, 1), else_=0)),
+    ).group_by(Record.run_id)
+    counts = {
+        rid: (int(n), int(e or 0), int(s or 0)) for rid, n, e, s in session.execute(counts_stmt)
+    }
+    models: dict[str, list[str]] = {}
+    # DISTINCT (run_id, model) reads the (run_id, model, arm) index, not the table.
+    for rid, model in session.execute(
+        sa_select(col(Record.run_id), col(Record.model)).distinct().order_by(Record.model)
+    ):
+        models.setdefault(rid, []).append(model)
+    runs = session.exec(select(Run).order_by(col(Run.created).desc(), col(Run.id))).all()
+    out = []
+    for run in runs:
+        n, errors, n_scored = counts.get(run.id, (0, 0, 0))
+        out.append(
+            RunInfo(
+                id=run.id,
+                created=_utc(run.created),
+                updated=_utc(run.updated),
+                status=run.status,
+                prompt_version=run.prompt_version,
+                total_cells=run.total_cells,
+                n_records=n,
+                n_errors=errors,
+                n_scored=n_scored,
+                models=tuple(models.get(run.id, ())),
+                note=run.note,
+            )
+        )
+    return out
+
+
+def data_version(session: Session, run_ids: Iterable[str]) -> tuple[int, int, str]:
+    """A cheap fingerprint of the runs' records: (count, highest id, latest scoring time).
+
+    It changes when a record is added (a live run) or re-scored (``cvb score``),
+    so caches keyed by it never serve stale figures.
+    """
+    ids = sorted(set(run_ids))
+    if not ids:
+        return (0, 0, "")
+    n, last, scored = session.execute(
+        sa_select(func.count(), func.max(col(Record.id)), func.max(col(Record.scored_at))).where(
+            col(Record.run_id).in_(ids)
+        )
+    ).one()
+    return (int(n or 0), int(last or 0), str(scored or ""))
+
+
+# --------------------------------------------------------------------------- aggregates
+
+
+@dataclass
+class Aggregates:
+    """Every figure of the overview and the breakdowns for a set of runs (pooled)."""
+
+    run_ids: tuple[str, ...]
+    summary: Summary
+    scenario_category: dict[str, str]
+    n_records: int
+    n_errors: int
+
+    @property
+    def n_scored(self) -> int:
+        return sum(r.n for r in self.summary.strict.values())
+
+    @property
+    def scenarios(self) -> list[str]:
+        return sorted(self.scenario_category)
+
+
+def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
+    """Tallies aggregated in SQL, then every metric of DESIGN §7 (the engine's own functions)."""
+    ids = tuple(sorted(set(run_ids)))
+    tallies, ctallies = db_tallies(session, ids)
+    summary = summarize(tallies, ctallies)
+    return Aggregates(
+        run_ids=ids,
+        summary=summary,
+        scenario_category={t.scenario_id: t.category for t in tallies},
+        n_records=sum(t.n_scored + t.n_errors for t in tallies),
+        n_errors=sum(t.n_errors for t in tallies),
+    )
+
+
+def _arms(summary: Summary) -> list[str]:
+    return list(summary.arms)
+
+
+@dataclass(frozen=True)
+class ScenarioRow:
+    """One (model, scenario): strict accuracy per arm and the mandated − incentivized gap."""
+
+    model: str
+    scenario_id: str
+    category: str
+    rates: dict[str, Rate]
+    gap: float | None
+
+
+def _point_gap(rates: Mapping[str, Rate]) -> float | None:
+    m, i = rates.get("mandated"), rates.get("incentivized")
+    if m is None or i is None or m.value is None or i.value is None:
+        return None
+    return m.value - i.value
+
+
+def scenario_rows(
+    agg: Aggregates,
+    *,
+    models: Sequence[str] | None = None,
+    categories: Sequence[str] | None = None,
+) -> list[ScenarioRow]:
+    """Per-scenario strict accuracy, filtered by model and category; largest gap first."""
+    s = agg.summary
+    out = []
+    for model in s.models:
+        if models and model not in models:
+            continue
+        for sid in agg.scenarios:
+            cat = agg.scenario_category[sid]
+            if categories and cat not in categories:
+                continue
+            rates = {a: r for a in s.arms if (r := s.by_scenario.get((model, a, sid))) is not None}
+            if rates:
+                out.append(ScenarioRow(model, sid, cat, rates, _point_gap(rates)))
+    return sorted(
+        out, key=lambda r: (-(r.gap if r.gap is not None else -9), r.model, r.scenario_id)
+    )
+
+
+@dataclass(frozen=True)
+class ConstraintRow:
+    """One (model, scenario, constraint): honored share per arm."""
+
+    model: str
+    scenario_id: str
+    category: str
+    constraint_id: str
+    rates: dict[str, Rate]
+    gap: float | None  # honored when mandated − honored as memory
+
+
+def constraint_rows(
+    agg: Aggregates,
+    *,
+    models: Sequence[str] | None = None,
+    categories: Sequence[str] | None = None,
+) -> list[ConstraintRow]:
+    """Per-constraint honored share per arm, filtered by model and category."""
+    s = agg.summary
+    grouped: dict[tuple[str, str, str], dict[str, Rate]] = {}
+    for (model, arm, sid, cid), rate in s.by_constraint.items():
+        grouped.setdefault((model, sid, cid), {})[arm] = rate
+    out = []
+    for (model, sid, cid), rates in sorted(grouped.items()):
+        cat = agg.scenario_category.get(sid, "")
+        if (models and model not in models) or (categories and cat not in categories):
+            continue
+        ordered = {a: rates[a] for a in s.arms if a in rates}
+        out.append(ConstraintRow(model, sid, cat, cid, ordered, _point_gap(ordered)))
+    return out
+
+
+def only_when_ordered(
+    agg: Aggregates,
+    *,
+    models: Sequence[str] | None = None,
+    categories: Sequence[str] | None = None,
+) -> list[ConstraintRow]:
+    """Constraints honored more often as orders than as memory, largest difference first
+    (:func:`cvb_engine.metrics.honored_only_when_ordered`, with the counts behind it)."""
+    s = agg.summary
+    out = []
+    for model, sid, cid, _, _ in honored_only_when_ordered(s):
+        cat = agg.scenario_category.get(sid, "")
+        if (models and model not in models) or (categories and cat not in categories):
+            continue
+        rates = {
+            a: r for a in s.arms if (r := s.by_constraint.get((model, a, sid, cid))) is not None
+        }
+        out.append(ConstraintRow(model, sid, cat, cid, rates, _point_gap(rates)))
+    return out
+
+
+# --------------------------------------------------------------------------- compare runs
+
+
+@dataclass(frozen=True)
+class ArmDelta:
+    """Strict accuracy of one (model, arm) in run A and run B."""
+
+    model: str
+    arm: str
+    a: Rate | None
+    b: Rate | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.a is None or self.b is None or self.a.value is None or self.b.value is None:
+            return None
+        return self.b.value - self.a.value
+
+
+@dataclass(frozen=True)
+class GapDelta:
+    """The gap of one model in run A and run B."""
+
+    model: str
+    a: Interval | None
+    b: Interval | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.a is None or self.b is None or self.a.value is None or self.b.value is None:
+            return None
+        return self.b.value - self.a.value
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Run B against run A, per model: arm accuracy and gap, each with B − A."""
+
+    run_a: str
+    run_b: str
+    models: list[str]
+    arms: list[str]
+    arm_deltas: list[ArmDelta]
+    gap_deltas: list[GapDelta]
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+
+
+def compare_summaries(run_a: str, a: Summary, run_b: str, b: Summary) -> Comparison:
+    """Per-model deltas between two summaries (B − A); models of either run are listed."""
+    models = sorted(set(a.models) | set(b.models))
+    arms = [x for x in ARM_ORDER if x in set(a.arms) | set(b.arms)]
+    arm_deltas = [
+        ArmDelta(m, arm, a.strict.get((m, arm)), b.strict.get((m, arm)))
+        for m in models
+        for arm in arms
+    ]
+    gap_deltas = [GapDelta(m, a.gap.get(m), b.gap.get(m)) for m in models]
+    return Comparison(
+        run_a=run_a,
+        run_b=run_b,
+        models=models,
+        arms=arms,
+        arm_deltas=arm_deltas,
+        gap_deltas=gap_deltas,
+        only_in_a=sorted(set(a.models) - set(b.models)),
+        only_in_b=sorted(set(b.models) - set(a.models)),
+    )
+
+
+def compare_runs(session: Session, run_a: str, run_b: str) -> Comparison:
+    """Compare two stored runs (each aggregated in SQL on its own)."""
+    return compare_summaries(
+        run_a, aggregates(session, [run_a]).summary, run_b, aggregates(session, [run_b]).summary
+    )
+
+
+# --------------------------------------------------------------------------- one cell
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """One check's verdict on one record, with the spans that triggered it."""
+
+    check_id: str
+    kind: str
+    passed: bool
+    reason: str
+    scope: str
+    evidence: tuple[tuple[int, int, int], ...]  # (line, col, length)
+
+    def label(self, constraint_id: str) -> str:
+        return f"{constraint_id}/{self.check_id}"
+
+
+@dataclass(frozen=True)
+class ConstraintView:
+    constraint_id: str
+    honored: bool
+    checks: tuple[CheckView, ...]
+
+    @property
+    def failed(self) -> tuple[CheckView, ...]:
+        return tuple(c for c in self.checks if not c.passed)
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """One stored record with everything the side-by-side view shows."""
+
+    id: int
+    run_id: str
+    model: str
+    scenario_id: str
+    scenario_version: int
+    category: str
+    arm: str
+    rep: int
+    status: str
+    error: str | None
+    response: str
+    code: str
+    strict: bool | None
+    stated_passed: bool | None
+    latency_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str | None
+    prompt_version: str
+    messages_sha256: str
+    scenario_sha256: str
+    constraints: tuple[ConstraintView, ...]
+
+    @property
+    def violated(self) -> list[str]:
+        return [c.constraint_id for c in self.constraints if not c.honored]
+
+
+def split_span(text: str, line: int, col: int, length: int) -> list[tuple[int, int, int]]:
+    """One evidence span as per-line spans, blank stretches dropped.
+
+    A check's span may run past the end of its line: ``^\\s*import requests``
+    under ``(?m)`` starts on the blank line above the import. Highlighting
+    works line by line, so the span is cut at each newline and the pieces that
+    are only whitespace are left out (unless nothing else is left).
+    """
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines) or length <= 0:
+        return [(line, col, length)]
+    pieces: list[tuple[int, int, int]] = []
+    remaining, n, c = length, line, max(col, 0)
+    while remaining > 0 and n <= len(lines):
+        current = lines[n - 1]
+        take = min(remaining, max(len(current) - c, 0))
+        if take and current[c : c + take].strip():
+            start = c + (len(current[c : c + take]) - len(current[c : c + take].lstrip()))
+            end = c + len(current[c : c + take].rstrip())
+            pieces.append((n, start, end - start))
+        remaining -= take + 1  # the newline counts as one character of the span
+        n, c = n + 1, 0
+    return pieces or [(line, col, length)]
+
+
+@dataclass(frozen=True)
+class CellChoices:
+    """What can be picked in one run: models, scenarios (with category), repetitions, arms."""
+
+    models: list[str]
+    scenarios: dict[str, str]
+    reps: list[int]
+    arms: list[str]
+
+
+def cell_choices(session: Session, run_id: str) -> CellChoices:
+    """The distinct models, scenarios, repetitions and arms of one run (no texts read)."""
+    where = col(Record.run_id) == run_id
+    models = [m for (m,) in session.execute(sa_select(col(Record.model)).where(where).distinct())]
+    arms = [a for (a,) in session.execute(sa_select(col(Record.arm)).where(where).distinct())]
+    scen = session.execute(
+        sa_select(col(Record.scenario_id), col(Record.category)).where(where).distinct()
+    )
+    reps = [r for (r,) in session.execute(sa_select(col(Record.rep)).where(where).distinct())]
+    return CellChoices(
+        models=sorted(models),
+        scenarios=dict(sorted(scen.tuples().all())),
+        reps=sorted(reps),
+        arms=[a for a in ARM_ORDER if a in arms] + sorted(set(arms) - set(ARM_ORDER)),
+    )
+
+
+def cell_records(
+    session: Session, run_id: str, model: str, scenario_id: str, rep: int
+) -> dict[str, CellRecord]:
+    """The records of one cell (one per arm), with their check outcomes and evidence."""
+    records = session.exec(
+        select(Record).where(
+            Record.run_id == run_id,
+            Record.model == model,
+            Record.scenario_id == scenario_id,
+            Record.rep == rep,
+        )
+    ).all()
+    ids = [r.id for r in records if r.id is not None]
+    checks: dict[int, dict[str, list[CheckView]]] = {rid: {} for rid in ids}
+    honored: dict[int, dict[str, bool]] = {rid: {} for rid in ids}
+    if ids:
+        for o in session.exec(
+            select(CheckOutcome)
+            .where(col(CheckOutcome.record_id).in_(ids))
+            .order_by(col(CheckOutcome.record_id), col(CheckOutcome.id))
+        ):
+            spans = tuple(
+                (int(e.get("line", 0)), int(e.get("col", 0)), int(e.get("length", 0)))
+                for e in o.evidence
+            )
+            checks[o.record_id].setdefault(o.constraint_id, []).append(
+                CheckView(o.check_id, o.kind, o.passed, o.reason, o.scope, spans)
+            )
+        for c in session.exec(
+            select(ConstraintResult)
+            .where(col(ConstraintResult.record_id).in_(ids))
+            .order_by(col(ConstraintResult.id))
+        ):
+            honored[c.record_id][c.constraint_id] = c.honored
+    out: dict[str, CellRecord] = {}
+    for r in records:
+        rid = r.id or 0
+        views = tuple(
+            ConstraintView(cid, ok, tuple(checks.get(rid, {}).get(cid, ())))
+            for cid, ok in honored.get(rid, {}).items()
+        )
+        out[r.arm] = CellRecord(
+            id=rid,
+            run_id=r.run_id,
+            model=r.model,
+            scenario_id=r.scenario_id,
+            scenario_version=r.scenario_version,
+            category=r.category,
+            arm=r.arm,
+            rep=r.rep,
+            status=r.status,
+            error=r.error,
+            response=r.response or "",
+            code=r.code or "",
+            strict=r.strict,
+            stated_passed=r.stated_passed,
+            latency_s=r.latency_s,
+            prompt_tokens=r.prompt_tokens,
+            completion_tokens=r.completion_tokens,
+            finish_reason=r.finish_reason,
+            prompt_version=r.prompt_version,
+            messages_sha256=r.messages_sha256,
+            scenario_sha256=r.scenario_sha256,
+            constraints=views,
+        )
+    order = {a: i for i, a in enumerate(ARM_ORDER)}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+
+
+# --------------------------------------------------------------------------- IVR
+
+
+def has_ivr(session: Session, run_ids: Iterable[str]) -> bool:
+    """Whether any record of the runs carries a stated-test verdict (an IVR problem)."""
+    ids = list(run_ids)
+    if not ids:
+        return False
+    stmt = (
+        sa_select(literal(1))
+        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+        .limit(1)
+    )
+    return session.execute(stmt).first() is not None
+
+
+def ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
+    """The IVR problems' records as metric rows: named columns only, never response texts.
+
+    Constraints keep their file order (the order their results were written),
+    which :func:`cvb_engine.metrics.ivr` turns into the positions C2, C3, ….
+    """
+    ids = list(run_ids)
+    if not ids:
+        return []
+    base = (
+        sa_select(
+            col(Record.id),
+            col(Record.model),
+            col(Record.scenario_id),
+            col(Record.category),
+            col(Record.arm),
+            col(Record.status),
+            col(Record.strict),
+            col(Record.stated_passed),
+        )
+        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+        .order_by(col(Record.id))
+    )
+    records = session.execute(base).all()
+    constraints: dict[int, dict[str, bool]] = {int(r[0]): {} for r in records}
+    cstmt = (
+        sa_select(
+            col(ConstraintResult.record_id),
+            col(ConstraintResult.constraint_id),
+            col(ConstraintResult.honored),
+        )
+        .join(Record, col(Record.id) == col(ConstraintResult.record_id))
+        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+        .order_by(col(ConstraintResult.id))
+    )
+    for rid, cid, ok in session.execute(cstmt):
+        constraints[int(rid)][cid] = bool(ok)
+    return [
+        RecordRow(m, s, c, a, st, strict, constraints[int(rid)], sp)
+        for rid, m, s, c, a, st, strict, sp in records
+    ]
+
+
+def ivr_results(session: Session, run_ids: Iterable[str]) -> dict[tuple[str, str], IVRSummary]:
+    """IVR per (model, arm) for the runs (empty when they hold no IVR problem)."""
+    ids = list(run_ids)
+    if not has_ivr(session, ids):
+        return {}
+    return ivr(ivr_rows(session, ids))
+
+
+# --------------------------------------------------------------------------- published figures
+
+
+@dataclass(frozen=True)
+class PublishedCVB:
+    """Strict accuracy per model and arm as published, with where and how it was measured."""
+
+    label: str
+    source: str
+    dates: str
+    protocol: dict[str, Any]
+    strict: dict[str, dict[str, float]]
+    gap: dict[str, float]
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.strict)
+
+
+@dataclass(frozen=True)
+class PublishedIVR:
+    """One model's headline IVR figures as published."""
+
+    model: str
+    stated_pass_rate: float
+    ivr: float
+    qualifying_problems: int | None = None
+    share_at_0_or_1: float | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The published figures shipped under ``data/reference/``."""
+
+    cvb: PublishedCVB
+    ivr: list[PublishedIVR]
+    ivr_label: str
+    ivr_source: str
+    ivr_protocol: dict[str, Any]
+    note: str
+
+
+class ReferenceError(ValueError):
+    """A reference file that does not have the expected shape."""
+
+
+def parse_reference(data: Mapping[str, Any]) -> Reference:
+    """Validate and read a ``cvb-reference/1`` object."""
+    if data.get("format") != REFERENCE_FORMAT:
+        raise ReferenceError(f"format: expected {REFERENCE_FORMAT!r}, found {data.get('format')!r}")
+    try:
+        cvb = data["cvb"]
+        strict = {
+            str(m): {str(a): float(v) for a, v in arms.items()}
+            for m, arms in cvb["strict_accuracy"].items()
+        }
+        dates = cvb["dates"]
+        published = PublishedCVB(
+            label=str(cvb["label"]),
+            source=str(cvb["source"]),
+            dates=f"{dates['start']} – {dates['end']}",
+            protocol=dict(cvb["protocol"]),
+            strict=strict,
+            gap={str(m): float(v) for m, v in cvb["gap"].items()},
+        )
+        paper = data["ivr"]
+        ivr_rows_ = [
+            PublishedIVR(
+                model=str(m),
+                stated_pass_rate=float(v["stated_pass_rate"]),
+                ivr=float(v["ivr"]),
+                qualifying_problems=v.get("qualifying_problems"),
+                share_at_0_or_1=v.get("share_at_0_or_1"),
+            )
+            for m, v in paper["models"].items()
+        ]
+        return Reference(
+            cvb=published,
+            ivr=ivr_rows_,
+            ivr_label=str(paper["label"]),
+            ivr_source=str(paper["source"]),
+            ivr_protocol=dict(paper["protocol"]),
+            note=str(data.get("note", "")),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReferenceError(f"reference file does not have the cvb-reference/1 shape: {exc!r}")
+
+
+def load_reference(path: str | Path | None = None) -> Reference | None:
+    """The published figures, or None when the file is not there (a non-editable install)."""
+    p = Path(path) if path is not None else REFERENCE_FILE
+    if not p.is_file():
+        return None
+    return parse_reference(json.loads(p.read_text(encoding="utf-8")))

@@ -1,0 +1,548 @@
+"""A self-contained static HTML report: one file, inline SVG charts, no script, no network.
+
+A stakeholder opens it in any browser without Python. The charts are drawn
+here by hand as SVG (the engine imports no UI or plotting package): strict
+accuracy per model and arm, the gap with its 95% CI, per-category tables, the
+published reference figures (always labelled as published and drawn hatched),
+and the IVR section when the results have IVR problems.
+
+Usage::
+
+    from cvb_engine.report_html import html_report
+    text = html_report(summary, title="CVB results: r1", meta={"run": "r1"},
+                       ivr_results=ivr(rows))
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Literal
+
+from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary
+from cvb_engine.queries import PublishedCVB, Reference, load_reference
+from cvb_engine.report import fmt_gap, fmt_signed
+
+# One colour per arm, shared with the studio's plotly charts.
+ARM_COLORS: dict[str, str] = {"cold": "#8c959f", "mandated": "#0969da", "incentivized": "#d1570a"}
+GAP_COLOR = "#8250df"
+PUBLISHED_COLOR = "#1f2328"
+INK, MUTED, GRID = "#1f2328", "#57606a", "#d8dee4"
+FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#1f2328;margin:0;
+  background:#f6f8fa}
+main{max-width:1080px;margin:0 auto;padding:28px 32px 48px;background:#fff;min-height:100vh}
+h1{font-size:26px;margin:0 0 4px} h2{font-size:19px;margin:34px 0 8px;padding-bottom:6px;
+  border-bottom:1px solid #d8dee4} h3{font-size:15px;margin:20px 0 6px}
+p,li{line-height:1.5;font-size:14px} .muted{color:#57606a;font-size:13px}
+.meta{display:flex;flex-wrap:wrap;gap:6px 18px;margin:8px 0 0;padding:0;list-style:none}
+.meta li{font-size:13px;color:#57606a} .meta b{color:#1f2328;font-weight:600}
+table{border-collapse:collapse;font-size:13px;margin:6px 0 4px;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #d8dee4;padding:5px 9px;text-align:right;white-space:nowrap}
+th{background:#f6f8fa;font-weight:600} td:first-child,th:first-child{text-align:left}
+td .n{color:#57606a;font-size:11px;display:block}
+.published{border:1px dashed #8c959f;border-radius:8px;padding:4px 18px 14px;margin-top:18px;
+  background:repeating-linear-gradient(135deg,#fff,#fff 12px,#fafbfc 12px,#fafbfc 24px)}
+.badge{display:inline-block;font-size:11px;font-weight:600;letter-spacing:.04em;color:#fff;
+  background:#57606a;border-radius:10px;padding:1px 8px;vertical-align:middle;margin-left:6px}
+svg{display:block;max-width:100%;height:auto;margin:6px 0}
+footer{margin-top:40px;color:#57606a;font-size:12px}
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _heat(value: float | None, color: str) -> str:
+    """A background for a table cell: the arm colour at an opacity that grows with ``value``."""
+    if value is None:
+        return ""
+    alpha = max(0.0, min(1.0, abs(value))) * 0.55
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f' style="background:rgba({r},{g},{b},{alpha:.2f})"'
+
+
+# --------------------------------------------------------------------------- SVG charts
+
+
+def _pattern_defs(arms: Sequence[str]) -> str:
+    out = ["<defs>"]
+    for arm in arms:
+        c = ARM_COLORS.get(arm, MUTED)
+        out.append(
+            f'<pattern id="hatch-{_e(arm)}" width="6" height="6" patternUnits="userSpaceOnUse" '
+            f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/>'
+            f'<line x1="0" y1="0" x2="0" y2="6" stroke="{c}" stroke-width="2.4"/></pattern>'
+        )
+    out.append("</defs>")
+    return "".join(out)
+
+
+def grouped_bars_svg(
+    models: Sequence[str],
+    arms: Sequence[str],
+    values: Mapping[tuple[str, str], float | None],
+    *,
+    counts: Mapping[tuple[str, str], str] | None = None,
+    hatched: bool = False,
+    title: str = "",
+) -> str:
+    """Grouped vertical bars on a 0–1 axis: one group per model, one bar per arm."""
+    bar_w, inner_gap, group_gap = 26, 4, 34
+    group_w = len(arms) * bar_w + (len(arms) - 1) * inner_gap
+    left, right, top, plot_h, bottom = 52, 16, 58, 220, 64
+    width = max(420, left + right + len(models) * (group_w + group_gap))
+    height = top + plot_h + bottom
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="{_e(title)}" font-family="{FONT}">',
+    ]
+    if hatched:
+        out.append(_pattern_defs(arms))
+    out.append(
+        f'<text x="0" y="16" font-size="14" font-weight="600" fill="{INK}">{_e(title)}</text>'
+    )
+    # legend
+    lx = left
+    for arm in arms:
+        c = ARM_COLORS.get(arm, MUTED)
+        fill = f"url(#hatch-{_e(arm)})" if hatched else c
+        label = f"published · {arm}" if hatched else arm
+        out.append(
+            f'<rect x="{lx}" y="28" width="12" height="12" fill="{fill}" stroke="{c}"/>'
+            f'<text x="{lx + 17}" y="38" font-size="12" fill="{INK}">{_e(label)}</text>'
+        )
+        lx += 30 + 7 * len(label)
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = top + plot_h * (1 - tick)
+        out.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="{GRID}"/>'
+            f'<text x="{left - 8}" y="{y + 4:.1f}" font-size="11" text-anchor="end" '
+            f'fill="{MUTED}">{tick:.2f}</text>'
+        )
+    for gi, model in enumerate(models):
+        gx = left + group_gap / 2 + gi * (group_w + group_gap)
+        for ai, arm in enumerate(arms):
+            value = values.get((model, arm))
+            x = gx + ai * (bar_w + inner_gap)
+            c = ARM_COLORS.get(arm, MUTED)
+            if value is None:
+                out.append(
+                    f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h - 4}" font-size="10" '
+                    f'text-anchor="middle" fill="{MUTED}">–</text>'
+                )
+                continue
+            h = plot_h * max(0.0, min(1.0, value))
+            y = top + plot_h - h
+            fill = f"url(#hatch-{_e(arm)})" if hatched else c
+            tip = f"{model} · {arm}: {value:.3f}"
+            if counts and (model, arm) in counts:
+                tip += f" ({counts[(model, arm)]})"
+            out.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w}" height="{max(h, 0.5):.1f}" '
+                f'fill="{fill}" stroke="{c}" data-model="{_e(model)}" data-arm="{_e(arm)}" '
+                f'data-value="{value:.3f}"><title>{_e(tip)}</title></rect>'
+                f'<text x="{x + bar_w / 2:.1f}" y="{y - 4:.1f}" font-size="10" text-anchor="middle" '
+                f'fill="{INK}">{value:.2f}</text>'
+            )
+        label = model if len(model) <= 24 else model[:23] + "…"
+        out.append(
+            f'<text x="{gx + group_w / 2:.1f}" y="{top + plot_h + 18}" font-size="12" '
+            f'text-anchor="middle" fill="{INK}">{_e(label)}<title>{_e(model)}</title></text>'
+        )
+    out.append(
+        f'<line x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}" '
+        f'stroke="{MUTED}"/></svg>'
+    )
+    return "".join(out)
+
+
+def gap_svg(
+    models: Sequence[str],
+    gaps: Mapping[str, Interval],
+    *,
+    published: Mapping[str, float] | None = None,
+    title: str = "Gap (mandated − incentivized) with 95% CI",
+) -> str:
+    """One row per model on a −1…+1 axis: the gap as a bar, its 95% CI as a whisker."""
+    left, right, top, row_h = 190, 70, 58, 34
+    plot_w = 520
+    width = left + plot_w + right
+    height = top + row_h * len(models) + 40
+
+    def sx(v: float) -> float:
+        return left + plot_w * (max(-1.0, min(1.0, v)) + 1) / 2
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="{_e(title)}" font-family="{FONT}">',
+        f'<text x="0" y="16" font-size="14" font-weight="600" fill="{INK}">{_e(title)}</text>',
+        f'<rect x="{left}" y="29" width="12" height="12" fill="{GAP_COLOR}"/>'
+        f'<text x="{left + 17}" y="39" font-size="12" fill="{INK}">gap (yours), whisker = 95% CI'
+        "</text>",
+    ]
+    if published:
+        out.append(
+            f'<path d="M{left + 300} 35 l6 -6 l6 6 l-6 6 z" fill="none" stroke="{PUBLISHED_COLOR}" '
+            f'stroke-width="1.6"/><text x="{left + 317}" y="39" font-size="12" fill="{INK}">'
+            "published gap (no CI published)</text>"
+        )
+    for tick in (-1.0, -0.5, 0.0, 0.5, 1.0):
+        x = sx(tick)
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 6}" y2="{top + row_h * len(models)}" '
+            f'stroke="{MUTED if tick == 0 else GRID}"/>'
+            f'<text x="{x:.1f}" y="{top + row_h * len(models) + 16}" font-size="11" '
+            f'text-anchor="middle" fill="{MUTED}">{fmt_signed(tick)}</text>'
+        )
+    for i, model in enumerate(models):
+        cy = top + row_h * i + row_h / 2
+        out.append(
+            f'<text x="{left - 10}" y="{cy + 4:.1f}" font-size="12" text-anchor="end" '
+            f'fill="{INK}">{_e(model)}</text>'
+        )
+        g = gaps.get(model)
+        if g is None or g.value is None:
+            out.append(
+                f'<text x="{sx(0) + 6:.1f}" y="{cy + 4:.1f}" font-size="11" fill="{MUTED}">'
+                "no gap (an arm is missing)</text>"
+            )
+            continue
+        x0, x1 = sorted((sx(0), sx(g.value)))
+        out.append(
+            f'<rect x="{x0:.1f}" y="{cy - 9:.1f}" width="{max(x1 - x0, 1):.1f}" height="18" '
+            f'fill="{GAP_COLOR}" fill-opacity="0.85" data-model="{_e(model)}" '
+            f'data-gap="{g.value:.3f}"><title>{_e(model)}: {_e(fmt_gap(g))}</title></rect>'
+        )
+        if g.low is not None and g.high is not None:
+            lo, hi = sx(g.low), sx(g.high)
+            out.append(
+                f'<path d="M{lo:.1f} {cy:.1f} H{hi:.1f} M{lo:.1f} {cy - 6:.1f} V{cy + 6:.1f} '
+                f'M{hi:.1f} {cy - 6:.1f} V{cy + 6:.1f}" stroke="{INK}" stroke-width="1.6" '
+                'fill="none"/>'
+            )
+        out.append(
+            f'<text x="{left + plot_w + 8}" y="{cy + 4:.1f}" font-size="12" fill="{INK}">'
+            f"{_e(fmt_signed(g.value))}</text>"
+        )
+        if published and model in published:
+            px = sx(published[model])
+            out.append(
+                f'<path d="M{px:.1f} {cy - 7:.1f} l7 7 l-7 7 l-7 -7 z" fill="#fff" '
+                f'stroke="{PUBLISHED_COLOR}" stroke-width="1.6"><title>published: '
+                f"{_e(fmt_signed(published[model]))}</title></path>"
+            )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def interval_svg(
+    rows: Sequence[tuple[str, Interval]],
+    *,
+    published: Sequence[tuple[str, float]] = (),
+    title: str = "",
+    color: str = GAP_COLOR,
+) -> str:
+    """One row per label on a 0–1 axis: a point with its 95% CI (the IVR chart)."""
+    left, right, top, row_h, plot_w = 250, 70, 50, 30, 460
+    n = len(rows) + len(published)
+    width, height = left + plot_w + right, top + row_h * n + 40
+
+    def sx(v: float) -> float:
+        return left + plot_w * max(0.0, min(1.0, v))
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="{_e(title)}" font-family="{FONT}">',
+        f'<text x="0" y="16" font-size="14" font-weight="600" fill="{INK}">{_e(title)}</text>',
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = sx(tick)
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 6}" y2="{top + row_h * n}" '
+            f'stroke="{GRID}"/><text x="{x:.1f}" y="{top + row_h * n + 16}" font-size="11" '
+            f'text-anchor="middle" fill="{MUTED}">{tick:.2f}</text>'
+        )
+    for i, (label, iv) in enumerate(rows):
+        cy = top + row_h * i + row_h / 2
+        out.append(
+            f'<text x="{left - 10}" y="{cy + 4:.1f}" font-size="12" text-anchor="end" '
+            f'fill="{INK}">{_e(label)}</text>'
+        )
+        if iv.value is None:
+            continue
+        if iv.low is not None and iv.high is not None:
+            out.append(
+                f'<path d="M{sx(iv.low):.1f} {cy:.1f} H{sx(iv.high):.1f}" stroke="{INK}" '
+                'stroke-width="1.6"/>'
+            )
+        out.append(
+            f'<circle cx="{sx(iv.value):.1f}" cy="{cy:.1f}" r="6" fill="{color}"/>'
+            f'<text x="{left + plot_w + 8}" y="{cy + 4:.1f}" font-size="12" fill="{INK}">'
+            f"{iv.value:.3f}</text>"
+        )
+    for j, (label, value) in enumerate(published):
+        cy = top + row_h * (len(rows) + j) + row_h / 2
+        out.append(
+            f'<text x="{left - 10}" y="{cy + 4:.1f}" font-size="12" text-anchor="end" '
+            f'fill="{MUTED}">{_e(label)}</text>'
+            f'<path d="M{sx(value):.1f} {cy - 7:.1f} l7 7 l-7 7 l-7 -7 z" fill="#fff" '
+            f'stroke="{PUBLISHED_COLOR}" stroke-width="1.6"/>'
+            f'<text x="{left + plot_w + 8}" y="{cy + 4:.1f}" font-size="12" fill="{MUTED}">'
+            f"{value:.3f}</text>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _rate_cell(rate: Rate | None, color: str) -> str:
+    if rate is None or rate.value is None:
+        return "<td>–</td>"
+    errors = f" · {rate.errors} err" if rate.errors else ""
+    return (
+        f"<td{_heat(rate.value, color)}>{rate.value:.3f}"
+        f'<span class="n">{rate.k}/{rate.n}{errors}</span></td>'
+    )
+
+
+def _accuracy_table(summary: Summary) -> str:
+    arms = summary.arms
+    has_gap = "mandated" in arms and "incentivized" in arms
+    head = "".join(f"<th>{_e(a)}</th>" for a in arms)
+    head += "<th>gap (mandated − incentivized) [95% CI]</th>" if has_gap else ""
+    rows = []
+    for m in summary.models:
+        cells = "".join(
+            _rate_cell(summary.strict.get((m, a)), ARM_COLORS.get(a, MUTED)) for a in arms
+        )
+        if has_gap:
+            cells += f"<td>{_e(fmt_gap(summary.gap.get(m)))}</td>"
+        rows.append(f"<tr><td>{_e(m)}</td>{cells}</tr>")
+    return f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _constraint_table(summary: Summary) -> str:
+    arms = summary.arms
+    head = "".join(f"<th>{_e(a)}</th>" for a in arms)
+    rows = [
+        f"<tr><td>{_e(m)}</td>"
+        + "".join(
+            _rate_cell(summary.constraint.get((m, a)), ARM_COLORS.get(a, MUTED)) for a in arms
+        )
+        + "</tr>"
+        for m in summary.models
+    ]
+    return f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>"
+
+
+def _category_tables(summary: Summary) -> str:
+    cats = summary.categories
+    head = "".join(f"<th>{_e(c)}</th>" for c in cats)
+    out = []
+    for arm in summary.arms:
+        color = ARM_COLORS.get(arm, MUTED)
+        rows = [
+            f"<tr><td>{_e(m)}</td>"
+            + "".join(_rate_cell(summary.by_category.get((m, arm, c)), color) for c in cats)
+            + "</tr>"
+            for m in summary.models
+        ]
+        out.append(f"<h3>{_e(arm)}</h3><table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>")
+    if "mandated" in summary.arms and "incentivized" in summary.arms:
+        rows = []
+        for m in summary.models:
+            cells = []
+            for c in cats:
+                g = summary.category_gap.get((m, c))
+                v = g.value if g is not None else None
+                cells.append(f"<td{_heat(v, GAP_COLOR)}>{_e(fmt_gap(g))}</td>")
+            rows.append(f"<tr><td>{_e(m)}</td>{''.join(cells)}</tr>")
+        out.append(
+            "<h3>gap (mandated − incentivized) [95% CI]</h3>"
+            f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>"
+        )
+    return "".join(out)
+
+
+def _published_section(published: PublishedCVB, summary: Summary) -> str:
+    models = published.models
+    arms = ["cold", "mandated", "incentivized"]
+    values = {(m, a): published.strict[m].get(a) for m in models for a in arms}
+    chart = grouped_bars_svg(
+        models, arms, values, hatched=True, title=f"{published.label} · strict accuracy"
+    )
+    rows = []
+    for m in models:
+        cells = "".join(
+            f"<td>{published.strict[m][a]:.3f}</td>" if a in published.strict[m] else "<td>–</td>"
+            for a in arms
+        )
+        yours = ""
+        if m in summary.models:
+            g = summary.gap.get(m)
+            yours = f" (yours: {_e(fmt_gap(g))})"
+        rows.append(
+            f"<tr><td>{_e(m)}</td>{cells}<td>{_e(fmt_signed(published.gap.get(m)))}{yours}</td></tr>"
+        )
+    protocol = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in published.protocol.items())
+    overlap = [m for m in models if m in summary.models]
+    note = (
+        f"Models in both: {', '.join(overlap)}."
+        if overlap
+        else "None of these models is in your results: compare shapes, not bars."
+    )
+    return (
+        '<section class="published"><h2>Published reference figures <span class="badge">'
+        f'PUBLISHED</span></h2><p class="muted">{_e(published.label)} · {_e(published.dates)}. '
+        f"Source: {_e(published.source)}. Protocol: {_e(protocol)}. These figures were not "
+        f"produced by this run. {_e(note)}</p>{chart}"
+        "<table><tr><th>model (published)</th><th>cold</th><th>mandated</th><th>incentivized</th>"
+        f"<th>gap</th></tr>{''.join(rows)}</table></section>"
+    )
+
+
+def _ivr_section(results: Mapping[tuple[str, str], IVRSummary], reference: Reference | None) -> str:
+    rows = []
+    for r in results.values():
+        stated = (
+            f"{r.stated_pass_rate:.1%} ({r.n_stated_passed}/{r.n_solutions})"
+            if r.stated_pass_rate is not None
+            else "–"
+        )
+        iv = r.ivr
+        ci = f" [{iv.low:.3f}, {iv.high:.3f}]" if iv.low is not None and iv.high is not None else ""
+        value = f"{iv.value:.3f}{ci}" if iv.value is not None else "–"
+        extreme = (
+            f"{r.extreme_share:.1%} ({r.n_extreme}/{r.n_qualifying})"
+            if r.extreme_share is not None
+            else "–"
+        )
+        rows.append(
+            f"<tr><td>{_e(r.model)}</td><td>{_e(r.arm)}</td><td>{stated}</td><td>{value}</td>"
+            f"<td>{r.n_qualifying} / {len(r.excluded)}</td><td>{extreme}</td></tr>"
+        )
+    published = [(f"published · {p.model}", p.ivr) for p in reference.ivr] if reference else []
+    chart = interval_svg(
+        [(f"{r.model} · {r.arm}", r.ivr) for r in results.values()],
+        published=published,
+        title="IVR with 95% CI (bootstrap over problems)",
+    )
+    pub = ""
+    if reference is not None and reference.ivr:
+        prow = "".join(
+            f"<tr><td>{_e(p.model)}</td><td>{p.stated_pass_rate:.1%}</td><td>{p.ivr:.1%}</td></tr>"
+            for p in reference.ivr
+        )
+        protocol = ", ".join(
+            f"{k.replace('_', ' ')}: {v}" for k, v in reference.ivr_protocol.items()
+        )
+        pub = (
+            '<div class="published"><h3>Published IVR figures <span class="badge">PUBLISHED'
+            f'</span></h3><p class="muted">{_e(reference.ivr_label)}. Source: '
+            f"{_e(reference.ivr_source)}. Protocol: {_e(protocol)}.</p>"
+            "<table><tr><th>model (published)</th><th>stated-test pass rate</th><th>IVR</th></tr>"
+            f"{prow}</table></div>"
+        )
+    return (
+        '<h2>Intent Violation Rate (IVR)</h2><p class="muted">Of the solutions that pass the '
+        "stated tests, the share that fails at least one hidden constraint test; mean of the "
+        "per-problem IVR over problems with at least one stated-passing solution.</p>"
+        f"{chart}<table><tr><th>model</th><th>arm</th><th>stated-test pass rate</th>"
+        "<th>IVR [95% CI]</th><th>problems (qualifying / excluded)</th><th>at IVR 0 or 1</th>"
+        f"</tr>{''.join(rows)}</table>{pub}"
+    )
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def html_report(
+    summary: Summary,
+    *,
+    title: str = "CVB results",
+    meta: Mapping[str, object] | None = None,
+    ivr_results: Mapping[tuple[str, str], IVRSummary] | None = None,
+    reference: Reference | Literal["shipped"] | None = "shipped",
+    generated: datetime | None = None,
+) -> str:
+    """The whole report as one HTML document (UTF-8 text; no script, no external resource).
+
+    Args:
+        summary: the metrics (:func:`cvb_engine.metrics.summarize`).
+        title: the page title and heading.
+        meta: facts listed under the title (run id, prompt version, …).
+        ivr_results: :func:`cvb_engine.metrics.ivr` output; the IVR section is
+            written only when it is non-empty.
+        reference: the published figures to show beside yours; ``"shipped"``
+            (default) reads ``data/reference/cvb-2.0-groq.json`` when present,
+            ``None`` leaves the published section out.
+        generated: the time stamp printed in the footer (default: now, UTC).
+    """
+    ref = load_reference() if reference == "shipped" else reference
+    assert not isinstance(ref, str)
+    stamp = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    arms = summary.arms
+    scored = sum(r.n for r in summary.strict.values())
+    errors = sum(r.errors for r in summary.strict.values())
+    facts = [*((str(k), str(v)) for k, v in (meta or {}).items())]
+    facts += [("scored records", f"{scored:,}"), ("error records", f"{errors:,}")]
+    meta_html = "".join(f"<li>{_e(k)}: <b>{_e(v)}</b></li>" for k, v in facts)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>",
+        f'<h1>{_e(title)}</h1><ul class="meta">{meta_html}</ul>',
+    ]
+    if not summary.models:
+        parts.append("<p>No scored records.</p>")
+    else:
+        values = {k: r.value for k, r in summary.strict.items()}
+        counts = {k: f"{r.k}/{r.n}, {r.errors} errors" for k, r in summary.strict.items()}
+        parts += [
+            "<h2>Strict accuracy per model and arm</h2>",
+            '<p class="muted">Strict accuracy: share of scored records with every constraint '
+            "honored. Error records (API failures) are counted apart and excluded from every "
+            "denominator. Small grey numbers: strictly accurate / scored.</p>",
+            grouped_bars_svg(summary.models, arms, values, counts=counts, title="Your results"),
+            _accuracy_table(summary),
+        ]
+        if "mandated" in arms and "incentivized" in arms:
+            parts += [
+                "<h2>Gap: mandated − incentivized</h2>",
+                '<p class="muted">How much adherence is lost when the constraints arrive as '
+                "project memory instead of orders. 95% CI: paired bootstrap over scenarios, "
+                "10,000 resamples, fixed seed.</p>",
+                gap_svg(
+                    summary.models,
+                    summary.gap,
+                    published={m: v for m, v in ref.cvb.gap.items() if m in summary.models}
+                    if ref
+                    else None,
+                ),
+            ]
+        parts += [
+            "<h2>Per-constraint accuracy</h2>",
+            '<p class="muted">Honored (record, constraint) pairs / all pairs.</p>',
+            _constraint_table(summary),
+            "<h2>By category</h2>",
+            _category_tables(summary),
+        ]
+    if ivr_results:
+        parts.append(_ivr_section(ivr_results, ref))
+    if ref is not None:
+        parts.append(_published_section(ref.cvb, summary))
+    parts += [
+        f"<footer>Generated by CVB Studio on {stamp}. Checks are deterministic (no LLM judge): "
+        "a pass means that no violation was detected. “–” marks a cell without scored "
+        "records.</footer>",
+        "</main></body></html>",
+    ]
+    return "\n".join(parts) + "\n"

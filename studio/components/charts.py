@@ -1,0 +1,392 @@
+"""Plotly figures for the Results page (presentation only: every number comes from the engine).
+
+Arm colours are the engine's (:data:`cvb_engine.report_html.ARM_COLORS`), so the
+page and the static HTML report draw the same arm in the same colour.
+Published reference figures are always drawn hatched or hollow and named
+"published" in the legend and the hover text, never as one of the user's bars.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from cvb_engine.metrics import IVRSummary, Rate, Summary
+from cvb_engine.queries import Comparison, PublishedCVB, PublishedIVR
+from cvb_engine.report_html import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
+
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+HEIGHT = 380
+
+
+def _arm_color(arm: str) -> str:
+    return ARM_COLORS.get(arm, "#57606a")
+
+
+def _layout(fig: go.Figure, *, title: str, y_title: str, height: int = HEIGHT) -> go.Figure:
+    fig.update_layout(
+        template="plotly_white",
+        title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}},
+        font={"family": FONT, "size": 12, "color": "#1f2328"},
+        height=height,
+        margin={"l": 56, "r": 16, "t": 64, "b": 56},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        bargap=0.25,
+        bargroupgap=0.06,
+        yaxis_title=y_title,
+        hoverlabel={"font": {"family": FONT}},
+    )
+    fig.update_yaxes(gridcolor="#eaeef2", zerolinecolor="#8c959f")
+    return fig
+
+
+def _rate_text(rate: Rate | None) -> str:
+    return "–" if rate is None or rate.value is None else f"{rate.value:.3f}"
+
+
+def arm_accuracy(
+    summary: Summary,
+    *,
+    models: Sequence[str] | None = None,
+    arms: Sequence[str] | None = None,
+    published: PublishedCVB | None = None,
+    title: str = "Strict accuracy per model and arm",
+) -> go.Figure:
+    """Grouped bars: strict accuracy per model × arm, counts in the hover.
+
+    Where a model of the run is also in the published set, the published value
+    is drawn over its bar as a hollow diamond named "published".
+    """
+    models = [m for m in summary.models if not models or m in models]
+    arms = [a for a in summary.arms if not arms or a in arms]
+    fig = go.Figure()
+    for arm in arms:
+        rates = [summary.strict.get((m, arm)) for m in models]
+        fig.add_bar(
+            name=arm,
+            x=models,
+            y=[r.value if r is not None else None for r in rates],
+            marker_color=_arm_color(arm),
+            text=[_rate_text(r) for r in rates],
+            textposition="outside",
+            cliponaxis=False,
+            customdata=[[r.k, r.n, r.errors] if r else [0, 0, 0] for r in rates],
+            hovertemplate=(
+                f"<b>%{{x}}</b> · {arm}<br>strict accuracy %{{y:.3f}}"
+                "<br>%{customdata[0]} of %{customdata[1]} scored · %{customdata[2]} errors"
+                "<extra></extra>"
+            ),
+        )
+    if published is not None:
+        for arm in arms:
+            xs = [m for m in models if arm in published.strict.get(m, {})]
+            if not xs:
+                continue
+            fig.add_scatter(
+                name=f"published · {arm}",
+                x=xs,
+                y=[published.strict[m][arm] for m in xs],
+                mode="markers",
+                offsetgroup=arm,
+                marker={
+                    "symbol": "diamond-open",
+                    "size": 12,
+                    "color": PUBLISHED_COLOR,
+                    "line": {"width": 2},
+                },
+                hovertemplate=(
+                    f"<b>%{{x}}</b> · {arm}<br>published %{{y:.3f}}<br>{published.label}"
+                    "<extra></extra>"
+                ),
+            )
+        fig.update_layout(scattermode="group")
+    _layout(fig, title=title, y_title="strict accuracy")
+    fig.update_yaxes(range=[0, 1.12], tickformat=".1f")
+    return fig
+
+
+def published_accuracy(published: PublishedCVB) -> go.Figure:
+    """The published strict accuracy per model and arm, hatched so it never reads as yours."""
+    models = published.models
+    fig = go.Figure()
+    for arm in ("cold", "mandated", "incentivized"):
+        values = [published.strict[m].get(arm) for m in models]
+        fig.add_bar(
+            name=f"published · {arm}",
+            x=models,
+            y=values,
+            marker={
+                "color": "#ffffff",
+                "line": {"color": _arm_color(arm), "width": 1.5},
+                "pattern": {"shape": "/", "fgcolor": _arm_color(arm), "size": 6, "solidity": 0.35},
+            },
+            text=[f"{v:.3f}" if v is not None else "–" for v in values],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate=(
+                f"<b>%{{x}}</b> · {arm}<br>published %{{y:.3f}}<extra>{published.label}</extra>"
+            ),
+        )
+    _layout(fig, title=f"{published.label}, {published.dates}", y_title="strict accuracy")
+    fig.update_yaxes(range=[0, 1.12], tickformat=".1f")
+    fig.update_xaxes(tickangle=0, tickfont={"size": 10})
+    return fig
+
+
+def gap_with_ci(
+    summary: Summary,
+    *,
+    models: Sequence[str] | None = None,
+    published: PublishedCVB | None = None,
+    title: str = "Gap (mandated − incentivized) with 95% CI",
+) -> go.Figure:
+    """One bar per model: the gap, with its paired-bootstrap 95% CI as error bars."""
+    models = [m for m in summary.models if not models or m in models]
+    gaps = [summary.gap.get(m) for m in models]
+    values = [g.value if g is not None else None for g in gaps]
+    plus = [
+        (g.high - g.value) if g and g.value is not None and g.high is not None else 0 for g in gaps
+    ]
+    minus = [
+        (g.value - g.low) if g and g.value is not None and g.low is not None else 0 for g in gaps
+    ]
+    fig = go.Figure()
+    fig.add_bar(
+        name="gap (yours)",
+        x=models,
+        y=values,
+        marker_color=GAP_COLOR,
+        error_y={
+            "type": "data",
+            "array": plus,
+            "arrayminus": minus,
+            "visible": True,
+            "color": "#1f2328",
+            "thickness": 1.5,
+            "width": 6,
+        },
+        customdata=[
+            [
+                g.low if g and g.low is not None else float("nan"),
+                g.high if g and g.high is not None else float("nan"),
+                g.n_units if g else 0,
+            ]
+            for g in gaps
+        ],
+        text=[f"{v:+.3f}" if v is not None else "–" for v in values],
+        textposition="inside",
+        insidetextanchor="end",
+        hovertemplate=(
+            "<b>%{x}</b><br>gap %{y:+.3f}<br>95% CI [%{customdata[0]:+.3f}, %{customdata[1]:+.3f}]"
+            "<br>%{customdata[2]} scenarios resampled<extra></extra>"
+        ),
+    )
+    if published is not None:
+        xs = [m for m in models if m in published.gap]
+        if xs:
+            fig.add_scatter(
+                name="published gap",
+                x=xs,
+                y=[published.gap[m] for m in xs],
+                mode="markers",
+                marker={"symbol": "diamond-open", "size": 12, "color": PUBLISHED_COLOR},
+                hovertemplate=(
+                    f"<b>%{{x}}</b><br>published gap %{{y:+.3f}}<br>{published.label}"
+                    "<extra></extra>"
+                ),
+            )
+    _layout(fig, title=title, y_title="mandated − incentivized")
+    fig.add_hline(y=0, line_color="#57606a", line_width=1)
+    fig.update_yaxes(range=[-1.05, 1.05], tickformat="+.1f")
+    fig.update_layout(showlegend=published is not None and any(m in published.gap for m in models))
+    return fig
+
+
+def constraint_accuracy(
+    summary: Summary,
+    *,
+    models: Sequence[str] | None = None,
+    arms: Sequence[str] | None = None,
+) -> go.Figure:
+    """Grouped bars: per-constraint accuracy (honored pairs / all pairs) per model × arm."""
+    models = [m for m in summary.models if not models or m in models]
+    arms = [a for a in summary.arms if not arms or a in arms]
+    fig = go.Figure()
+    for arm in arms:
+        rates = [summary.constraint.get((m, arm)) for m in models]
+        fig.add_bar(
+            name=arm,
+            x=models,
+            y=[r.value if r is not None else None for r in rates],
+            marker_color=_arm_color(arm),
+            text=[_rate_text(r) for r in rates],
+            textposition="outside",
+            cliponaxis=False,
+            customdata=[[r.k, r.n] if r else [0, 0] for r in rates],
+            hovertemplate=(
+                f"<b>%{{x}}</b> · {arm}<br>per-constraint accuracy %{{y:.3f}}"
+                "<br>%{customdata[0]} of %{customdata[1]} (record, constraint) pairs honored"
+                "<extra></extra>"
+            ),
+        )
+    _layout(fig, title="Per-constraint accuracy per model and arm", y_title="honored share")
+    fig.update_yaxes(range=[0, 1.12], tickformat=".1f")
+    return fig
+
+
+def category_heatmap(
+    summary: Summary,
+    which: str,
+    *,
+    models: Sequence[str] | None = None,
+    categories: Sequence[str] | None = None,
+) -> go.Figure:
+    """Model × category: strict accuracy of one arm, or the gap when ``which == "gap"``."""
+    models = [m for m in summary.models if not models or m in models]
+    cats = [c for c in summary.categories if not categories or c in categories]
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    for m in models:
+        row_z: list[float | None] = []
+        row_t: list[str] = []
+        for c in cats:
+            if which == "gap":
+                g = summary.category_gap.get((m, c))
+                v = g.value if g is not None else None
+                row_z.append(v)
+                row_t.append(
+                    "–"
+                    if v is None or g is None
+                    else f"{v:+.2f}<br>[{g.low:+.2f}, {g.high:+.2f}]"
+                    if g.low is not None and g.high is not None
+                    else f"{v:+.2f}"
+                )
+            else:
+                r = summary.by_category.get((m, which, c))
+                v = r.value if r is not None else None
+                row_z.append(v)
+                row_t.append("–" if v is None or r is None else f"{v:.2f}<br>{r.k}/{r.n}")
+        z.append(row_z)
+        text.append(row_t)
+    if which == "gap":
+        scale: list[list[float | str]] = [[0, "#0969da"], [0.5, "#f6f8fa"], [1, GAP_COLOR]]
+        zmin, zmax, title, bar = -1.0, 1.0, "Gap (mandated − incentivized) by category", "gap"
+    else:
+        scale = [[0, "#fff1e5"], [0.5, "#f3f0ff"], [1, _arm_color(which)]]
+        zmin, zmax, title, bar = 0.0, 1.0, f"Strict accuracy by category · {which}", "accuracy"
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=cats,
+            y=models,
+            text=text,
+            texttemplate="%{text}",
+            textfont={"size": 11},
+            zmin=zmin,
+            zmax=zmax,
+            colorscale=scale,
+            colorbar={"title": {"text": bar}, "thickness": 12},
+            xgap=2,
+            ygap=2,
+            hovertemplate="<b>%{y}</b> · %{x}<br>%{text}<extra></extra>",
+        )
+    )
+    height = max(220, 90 + 56 * len(models))
+    _layout(fig, title=title, y_title="", height=height)
+    fig.update_xaxes(side="bottom", tickangle=0, showgrid=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False)
+    return fig
+
+
+def comparison_deltas(comparison: Comparison) -> go.Figure:
+    """Per model: B − A strict accuracy per arm, and B − A gap."""
+    fig = go.Figure()
+    models = comparison.models
+    for arm in comparison.arms:
+        deltas = [d for d in comparison.arm_deltas if d.arm == arm]
+        fig.add_bar(
+            name=f"Δ {arm}",
+            x=[d.model for d in deltas],
+            y=[d.delta for d in deltas],
+            marker_color=_arm_color(arm),
+            text=[f"{d.delta:+.3f}" if d.delta is not None else "–" for d in deltas],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate=f"<b>%{{x}}</b> · {arm}<br>B − A %{{y:+.3f}}<extra></extra>",
+        )
+    fig.add_bar(
+        name="Δ gap",
+        x=[g.model for g in comparison.gap_deltas],
+        y=[g.delta for g in comparison.gap_deltas],
+        marker={"color": GAP_COLOR, "pattern": {"shape": "."}},
+        text=[f"{g.delta:+.3f}" if g.delta is not None else "–" for g in comparison.gap_deltas],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="<b>%{x}</b><br>gap B − A %{y:+.3f}<extra></extra>",
+    )
+    _layout(
+        fig,
+        title=f"{comparison.run_b} − {comparison.run_a}, per model",
+        y_title="difference (B − A)",
+    )
+    fig.add_hline(y=0, line_color="#57606a", line_width=1)
+    fig.update_yaxes(range=[-1.1, 1.1], tickformat="+.1f")
+    fig.update_xaxes(categoryorder="array", categoryarray=models)
+    return fig
+
+
+def ivr_chart(
+    results: Mapping[tuple[str, str], IVRSummary],
+    *,
+    published: Sequence[PublishedIVR] = (),
+    published_label: str = "published",
+) -> go.Figure:
+    """IVR per model × arm with its 95% CI; published paper figures as hollow diamonds."""
+    fig = go.Figure()
+    arms = sorted({arm for _, arm in results}, key=lambda a: (a not in ARM_COLORS, a))
+    for arm in arms:
+        rows = [r for (m, a), r in results.items() if a == arm]
+        fig.add_bar(
+            name=f"IVR · {arm}",
+            x=[r.model for r in rows],
+            y=[r.ivr.value for r in rows],
+            marker_color=_arm_color(arm),
+            error_y={
+                "type": "data",
+                "array": [
+                    (r.ivr.high - r.ivr.value)
+                    if r.ivr.value is not None and r.ivr.high is not None
+                    else 0
+                    for r in rows
+                ],
+                "arrayminus": [
+                    (r.ivr.value - r.ivr.low)
+                    if r.ivr.value is not None and r.ivr.low is not None
+                    else 0
+                    for r in rows
+                ],
+                "color": "#1f2328",
+            },
+            customdata=[[r.stated_pass_rate or 0, r.n_qualifying, len(r.excluded)] for r in rows],
+            hovertemplate=(
+                f"<b>%{{x}}</b> · {arm}<br>IVR %{{y:.3f}}<br>stated-test pass %{{customdata[0]:.1%}}"
+                "<br>%{customdata[1]} qualifying problems, %{customdata[2]} excluded<extra></extra>"
+            ),
+        )
+    if published:
+        fig.add_scatter(
+            name=published_label,
+            x=[p.model for p in published],
+            y=[p.ivr for p in published],
+            mode="markers+text",
+            text=[f"{p.ivr:.3f}" for p in published],
+            textposition="top center",
+            marker={"symbol": "diamond-open", "size": 13, "color": PUBLISHED_COLOR},
+            hovertemplate=(
+                f"<b>%{{x}}</b><br>published IVR %{{y:.3f}}<br>{published_label}<extra></extra>"
+            ),
+        )
+    _layout(fig, title="Intent Violation Rate with 95% CI", y_title="IVR")
+    fig.update_yaxes(range=[0, 1.1], tickformat=".1f")
+    return fig

@@ -1,0 +1,515 @@
+"""Start, cancel, resume and retry ``cvb run`` processes for the Run page.
+
+A run is never a thread of the studio: it is a ``cvb run`` process of its own,
+detached from the studio (a new session, reparented away from it), so it goes
+on when the page is reloaded, the browser closed or the studio restarted, and
+several can run at once. What it prints goes to ``<logs>/<run id>.log``; a
+small ``<run id>.json`` beside it remembers the process id, so the page can
+show a run that is still starting (not yet in the store) or that failed before
+it got there.
+
+Keys: the command line holds ``--api-key-env NAME``, never a value. The
+process inherits the studio's environment, where the key variable lives; the
+store's URL is passed the same way (``CVB_DATABASE_URL``), so a password in a
+PostgreSQL URL does not show in ``ps`` either.
+
+Progress, liveness and accuracy are read from the store by
+:mod:`cvb_engine.monitor`; this module only starts and signals processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy.engine import make_url
+
+from cvb_engine import ARMS, LoadedScenario
+from cvb_engine.endpoints import (
+    DEFAULT_MODEL_COUNT,
+    MODEL_PREFERENCE,
+    Endpoint,
+    EndpointError,
+    choose_models,
+    key_is_set,
+    load_presets,
+    read_key,
+)
+from cvb_engine.monitor import RunProgress, process_alive, this_host
+from cvb_engine.runner import DEFAULTS, RunError, probe_catalog, select_scenarios
+
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+ENDPOINT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+# The child starts the real run in a new session and exits at once: the run is
+# then nobody's child in the studio (no zombie left behind, no tie to its life).
+_SPAWN = (
+    "import subprocess, sys\n"
+    "log = open(sys.argv[1], 'ab')\n"
+    "p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log,\n"
+    "                     stderr=subprocess.STDOUT, start_new_session=True)\n"
+    "print(p.pid, flush=True)\n"
+)
+
+
+class LaunchError(Exception):
+    """A launch, cancel or resume that cannot be done; the message says why and what to do."""
+
+
+# --------------------------------------------------------------------------- what to run
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """The arguments of one ``cvb run`` (DESIGN §8), without any secret."""
+
+    scenarios: str
+    base_url: str
+    api_key_env: str
+    run_id: str
+    endpoint: str | None = None  # the preset's name, kept with the run for display
+    models: tuple[str, ...] = ()  # empty: the runner probes the catalog
+    categories: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()  # scenario ids; wins over categories
+    arms: tuple[str, ...] = ARMS
+    runs: int = int(DEFAULTS["runs"])
+    temperature: float = float(DEFAULTS["temperature"])
+    max_tokens: int = int(DEFAULTS["max_tokens"])
+    concurrency: int = int(DEFAULTS["concurrency"])
+    seed: int | None = int(DEFAULTS["seed"])
+    timeout_s: float = float(DEFAULTS["timeout_s"])
+    max_attempts: int = int(DEFAULTS["max_attempts"])
+    note: str | None = None
+    retry_errors: bool = False
+
+
+def _num(value: float) -> str:
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+def run_arguments(spec: LaunchSpec) -> list[str]:
+    """The arguments after ``cvb run``; a key variable's *name* only."""
+    args = ["--scenarios", spec.scenarios]
+    if spec.endpoint and spec.endpoint in _preset_names():
+        args += ["--endpoint", spec.endpoint]
+    args += ["--base-url", spec.base_url, "--api-key-env", spec.api_key_env]
+    if spec.models:
+        args += ["--models", ",".join(spec.models)]
+    if spec.only:
+        args += ["--only", ",".join(spec.only)]
+    elif spec.categories:
+        args += ["--categories", ",".join(spec.categories)]
+    args += ["--arms", ",".join(spec.arms), "--runs", str(spec.runs)]
+    args += ["--temperature", _num(spec.temperature), "--max-tokens", str(spec.max_tokens)]
+    args += ["--seed", str(-1 if spec.seed is None else spec.seed)]
+    args += ["--concurrency", str(spec.concurrency), "--timeout", _num(spec.timeout_s)]
+    args += ["--max-attempts", str(spec.max_attempts), "--run-id", spec.run_id]
+    if spec.note:
+        args += ["--note", spec.note]
+    if spec.retry_errors:
+        args.append("--retry-errors")
+    return args
+
+
+def command_line(spec: LaunchSpec) -> list[str]:
+    """What is executed: this interpreter's ``cvb run`` (``python -m cvb_engine.runner``)."""
+    return [sys.executable, "-m", "cvb_engine.runner", *run_arguments(spec)]
+
+
+def shell_command(spec: LaunchSpec) -> str:
+    """The same run as a ``cvb run`` command a researcher can paste in a terminal."""
+    return shlex.join(["cvb", "run", *run_arguments(spec)])
+
+
+def _preset_names() -> set[str]:
+    try:
+        return set(load_presets())
+    except EndpointError:
+        return set()
+
+
+def new_run_id() -> str:
+    """``run-YYYYmmdd-HHMMSS-xxxx``: unique even for several launches in one second."""
+    return time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+def run_id_problem(run_id: str) -> str | None:
+    if not RUN_ID_RE.match(run_id):
+        return "a run id is 1–80 letters, digits, '.', '_' or '-', starting with a letter or digit"
+    return None
+
+
+# --------------------------------------------------------------------------- dry run
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The matrix a launch would send, computed without sending anything."""
+
+    scenarios: list[str]
+    by_category: dict[str, int]
+    arms: list[str]
+    runs: int
+    models: list[str]
+    models_known: bool  # False: the catalog is probed at launch (size assumes 3 models)
+    calls: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def formula(self) -> str:
+        models = f"{len(self.models)} models" if self.models_known else "3 models (probed)"
+        return (
+            f"{len(self.scenarios)} scenarios × {len(self.arms)} arms × {self.runs} repetitions"
+            f" × {models} = {self.calls} calls"
+        )
+
+
+def preview(spec: LaunchSpec, library: dict[str, LoadedScenario]) -> Preview:
+    """What ``cvb run --dry-run`` reports for ``spec``: the same scenario selection."""
+    problems: list[str] = []
+    try:
+        chosen = select_scenarios(library, list(spec.categories), list(spec.only))
+    except RunError as exc:
+        chosen = {}
+        problems.append(str(exc))
+    if not spec.arms:
+        problems.append("choose at least one arm")
+    models = list(spec.models) or list(MODEL_PREFERENCE[:DEFAULT_MODEL_COUNT])
+    by_cat = Counter(item.scenario.category for item in chosen.values())
+    calls = len(chosen) * len(spec.arms) * spec.runs * len(models)
+    return Preview(
+        scenarios=sorted(chosen),
+        by_category=dict(sorted(by_cat.items())),
+        arms=[a for a in ARMS if a in spec.arms],
+        runs=spec.runs,
+        models=models,
+        models_known=bool(spec.models),
+        calls=calls,
+        problems=problems,
+    )
+
+
+# --------------------------------------------------------------------------- probing
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """An endpoint's ``/models`` catalog, against the preference list of DESIGN §6."""
+
+    endpoint: str
+    catalog: list[str]
+    preferred: list[tuple[str, bool]]  # (model, offered?) in preference order
+    default_models: list[str]  # what the runner would pick without --models
+    error: str | None = None
+
+
+def probe(endpoint: Endpoint, timeout_s: float = 15.0) -> ProbeResult:
+    """List the catalog; errors (unset key, refused key, unreachable) come back as text."""
+    empty = ProbeResult(endpoint.name, [], [(m, False) for m in MODEL_PREFERENCE], [])
+    try:
+        key = read_key(endpoint.api_key_env)
+    except EndpointError:
+        return _with_error(empty, key_missing_message(endpoint.api_key_env))
+    try:
+        catalog = asyncio.run(probe_catalog(endpoint, key, timeout_s))
+    except RunError as exc:
+        return _with_error(empty, str(exc))
+    try:
+        defaults = choose_models(catalog)
+    except EndpointError:
+        defaults = []
+    offered = set(catalog)
+    return ProbeResult(
+        endpoint.name, catalog, [(m, m in offered) for m in MODEL_PREFERENCE], defaults
+    )
+
+
+def _with_error(result: ProbeResult, error: str) -> ProbeResult:
+    return ProbeResult(result.endpoint, [], result.preferred, [], error)
+
+
+def key_missing_message(api_key_env: str) -> str:
+    return (
+        f"The variable {api_key_env} is not set in the studio's environment, so nothing can be "
+        f"sent to this endpoint. Stop the studio, run `export {api_key_env}=<your key>` in its "
+        "terminal and start it again. The studio stores only the variable's name."
+    )
+
+
+# --------------------------------------------------------------------------- endpoints
+
+
+def parse_models(text: str) -> list[str]:
+    """Model ids from a comma- or newline-separated text, duplicates dropped."""
+    out: list[str] = []
+    for part in re.split(r"[,\n]", text):
+        item = part.strip()
+        if item and item not in out:
+            out.append(item)
+    return out
+
+
+def endpoint_problems(name: str, base_url: str, api_key_env: str) -> list[str]:
+    """What is wrong with an endpoint before it is saved (never echoing a pasted key)."""
+    problems = []
+    if not ENDPOINT_NAME_RE.match(name):
+        problems.append(
+            "Name: 1–40 lowercase letters, digits, '.', '_' or '-', e.g. `groq-eu` or `lab-vllm`."
+        )
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or " " in base_url:
+        problems.append("Base URL: an http(s) URL such as `https://api.groq.com/openai/v1`.")
+    elif parts.username or parts.password:
+        problems.append(
+            "Base URL: leave credentials out of the URL; the key belongs in an environment variable."
+        )
+    if api_key_env and not ENV_NAME_RE.match(api_key_env):
+        if len(api_key_env) >= 16 and " " not in api_key_env:
+            problems.append(
+                "Key variable: this looks like a key itself. Enter the NAME of the environment "
+                "variable that holds the key (e.g. `GROQ_API_KEY`); keys are never stored."
+            )
+        else:
+            problems.append(
+                "Key variable: the name of an environment variable, e.g. `GROQ_API_KEY` "
+                "(letters, digits and '_'), or empty when the server needs no key."
+            )
+    return problems
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def logs_dir(db_url: str) -> Path:
+    """Where run logs go: ``$CVB_LOGS``, else ``logs/`` beside a SQLite store, else ``data/logs``."""
+    given = os.environ.get("CVB_LOGS")
+    if given:
+        return Path(given)
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        return Path(url.database).resolve().parent / "logs"
+    return Path("data") / "logs"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One process started by the studio (a launch, a resume or a retry)."""
+
+    run_id: str
+    pid: int
+    host: str
+    started: str  # ISO time, UTC
+    action: str  # launch | resume | retry errors
+    command: str  # the equivalent `cvb run ...` (no secret in it)
+    log: str
+
+    @property
+    def started_at(self) -> datetime:
+        return datetime.fromisoformat(self.started)
+
+    @property
+    def alive(self) -> bool:
+        return self.host == this_host() and process_alive(self.pid, started_by=self.started_at)
+
+
+def _sidecar(logs: Path, run_id: str) -> Path:
+    return logs / f"{run_id}.json"
+
+
+def launch(spec: LaunchSpec, *, db_url: str, logs: Path, action: str = "launch") -> Launch:
+    """Start ``cvb run`` for ``spec`` as a detached background process."""
+    problem = run_id_problem(spec.run_id)
+    if problem:
+        raise LaunchError(problem)
+    if not key_is_set(spec.api_key_env):
+        raise LaunchError(key_missing_message(spec.api_key_env))
+    logs.mkdir(parents=True, exist_ok=True)
+    log = logs / f"{spec.run_id}.log"
+    display = shell_command(spec)
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"== {action} at {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC ==\n$ {display}\n")
+    env = {**os.environ, "CVB_DATABASE_URL": db_url, "PYTHONUNBUFFERED": "1"}
+    try:
+        helper = subprocess.run(
+            [sys.executable, "-c", _SPAWN, str(log), *command_line(spec)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+            start_new_session=True,
+            check=False,
+        )
+        pid = int(helper.stdout.strip())
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise LaunchError(f"could not start cvb run: {exc}") from None
+    started = Launch(
+        run_id=spec.run_id,
+        pid=pid,
+        host=this_host(),
+        started=datetime.now(UTC).isoformat(),
+        action=action,
+        command=display,
+        log=str(log),
+    )
+    tmp = _sidecar(logs, spec.run_id).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(asdict(started), indent=1), encoding="utf-8")
+    tmp.replace(_sidecar(logs, spec.run_id))
+    return started
+
+
+def launches(logs: Path, limit: int = 20) -> list[Launch]:
+    """The latest process started for each run id, newest first."""
+    if not logs.is_dir():
+        return []
+    found = []
+    for path in logs.glob("*.json"):
+        try:
+            found.append(Launch(**json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):
+            continue  # a half-written or foreign file: not ours to show
+    return sorted(found, key=lambda item: item.started, reverse=True)[:limit]
+
+
+def forget(logs: Path, run_id: str) -> None:
+    """Stop listing a launch that never reached the store (its log stays)."""
+    _sidecar(logs, run_id).unlink(missing_ok=True)
+
+
+def log_tail(path: str | Path, lines: int = 12) -> str:
+    """The last lines of a run's log (progress bars folded to their last state)."""
+    try:
+        with Path(path).open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(fh.tell() - 16_384, 0))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.splitlines())
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def starting(recent: list[Launch], runs: dict[str, RunProgress]) -> list[Launch]:
+    """Launches whose process is alive but has not yet marked its run as running."""
+    return [
+        item
+        for item in recent
+        if item.alive and (item.run_id not in runs or runs[item.run_id].updated < item.started_at)
+    ]
+
+
+def ended_early(recent: list[Launch], runs: dict[str, RunProgress]) -> list[Launch]:
+    """Launches whose process ended before it started its run (the log says why).
+
+    A process that gets as far as the store marks its run as running, which
+    moves the run's ``updated`` past the launch; one that stops earlier (an
+    unknown model, a changed matrix, an unreachable endpoint) leaves no trace
+    there.
+    """
+    out = []
+    for item in recent:
+        if item.alive:
+            continue
+        run = runs.get(item.run_id)
+        if run is None or run.updated < item.started_at:
+            out.append(item)
+    return out
+
+
+def cancel(progress: RunProgress | None, pending: Launch | None = None) -> int:
+    """Send SIGTERM to a run's process: it stops, keeping every finished cell.
+
+    Returns the pid signalled. Refuses a run on another host (it cannot be
+    signalled from here) and a process that is gone.
+    """
+    if progress is not None and progress.active and progress.pid is not None:
+        pid, host, started_by = progress.pid, progress.host, progress.updated
+    elif pending is not None:
+        pid, host, started_by = pending.pid, pending.host, pending.started_at
+    else:
+        raise LaunchError("this run has no process to stop")
+    if host != this_host():
+        raise LaunchError(
+            f"the run's process runs on {host}, not here: stop it there (kill -TERM {pid})"
+        )
+    if not process_alive(pid, started_by=started_by):
+        raise LaunchError(f"process {pid} has already ended")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        raise LaunchError(f"process {pid} has already ended") from None
+    return pid
+
+
+def spec_from_run(
+    run_id: str,
+    params: dict[str, Any],
+    *,
+    scenarios_fallback: Path,
+    retry_errors: bool = False,
+) -> LaunchSpec:
+    """The arguments that re-create a stored run's matrix (for resume and retry).
+
+    The matrix must be identical for the runner to accept the run id again:
+    the same models, scenario ids, arms, repetitions and sampling parameters.
+    """
+    stored = str(params.get("scenarios_path") or "")
+    scenarios = Path(stored) if stored and Path(stored).is_absolute() else None
+    if scenarios is None or not scenarios.exists():
+        scenarios = scenarios_fallback
+    models = params.get("models") or []
+    if not models:
+        raise LaunchError(f"run {run_id} stores no models; it cannot be resumed from here")
+    seed = params.get("seed")
+    return LaunchSpec(
+        scenarios=str(scenarios),
+        base_url=str(params.get("base_url") or ""),
+        api_key_env=str(params.get("api_key_env") or ""),
+        run_id=run_id,
+        endpoint=params.get("endpoint"),
+        models=tuple(models),
+        only=tuple(sorted(params.get("scenarios") or {})),
+        arms=tuple(params.get("arms") or ARMS),
+        runs=int(params.get("runs") or 1),
+        temperature=float(params.get("temperature") or 0.0),
+        max_tokens=int(params.get("max_tokens") or DEFAULTS["max_tokens"]),
+        concurrency=int(params.get("concurrency") or DEFAULTS["concurrency"]),
+        seed=None if seed is None else int(seed),
+        timeout_s=float(params.get("timeout_s") or DEFAULTS["timeout_s"]),
+        max_attempts=int(params.get("max_attempts") or DEFAULTS["max_attempts"]),
+        retry_errors=retry_errors,
+    )
+
+
+def resume(progress: RunProgress, *, db_url: str, logs: Path, scenarios_fallback: Path) -> Launch:
+    """Start the run again under its id: only cells without a successful record are sent."""
+    if progress.active:
+        raise LaunchError(f"run {progress.run_id} is still running")
+    spec = spec_from_run(progress.run_id, progress.params, scenarios_fallback=scenarios_fallback)
+    return launch(spec, db_url=db_url, logs=logs, action="resume")
+
+
+def retry_errors(
+    progress: RunProgress, *, db_url: str, logs: Path, scenarios_fallback: Path
+) -> Launch:
+    """Send again only the cells stored as API errors (``--retry-errors``)."""
+    if progress.active:
+        raise LaunchError(f"run {progress.run_id} is still running")
+    spec = spec_from_run(
+        progress.run_id, progress.params, scenarios_fallback=scenarios_fallback, retry_errors=True
+    )
+    return launch(spec, db_url=db_url, logs=logs, action="retry errors")

@@ -1,0 +1,415 @@
+"""The Results page, driven through Streamlit's AppTest over a store filled by a real run.
+
+The run is real: :class:`cvb_engine.runner.BenchmarkRun` sends every cell over
+HTTP to the loopback server ``tests/fake_openai.py``, whose replies depend on the
+arm (cold violates, mandated complies, incentivized forgets the timeout for one
+model on some scenarios), and one cell fails with a 500 and becomes an error
+record. The page's numbers are then compared with ``cvb report RUN_ID``.
+
+``fill_store`` is also used by the browser test (``test_results_browser.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import csv
+import io
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from cvb_engine import cli
+from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.runner import BenchmarkRun, RunOptions
+from cvb_engine.scenario import ARMS, CANARY, CVB_CATEGORIES, load_library
+from cvb_engine.store import dispose_engines
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "studio" / "streamlit_app.py"
+sys.path.insert(0, str(REPO / "tests"))
+
+from fake_openai import FakeOpenAI, FaultPlan  # noqa: E402
+
+KEY_VAR = "CVB_TEST_RESULTS_KEY"
+RUN_ID = "results-r1"
+RUN_ID_B = "results-r2"
+GOOD_FOR_B = {"concurrency-1", "encoding-io-1", "error-handling-1"}
+ERROR_CELL = ("m-a", "security-1", "cold")
+TIMEOUT_S = 30
+
+SCENARIO = textwrap.dedent(
+    f"""\
+    id: SID
+    version: 1
+    category: CATEGORY
+    title: Fetch JSON with retries (TICKET)
+    canary: {CANARY}
+    task: |
+      Write a Python function fetch_json(url, retries=3) that downloads a URL, retries on
+      server errors and returns the parsed JSON (ticket TICKET).
+    constraints:
+      - id: httpx-not-requests
+        text: >-
+          The team standardized on httpx after requests caused the March socket-exhaustion incident.
+        checks:
+          - kind: regex
+            forbid: '(?m)^\\s*(import requests|from requests\\b)'
+          - kind: regex
+            require: '\\bhttpx\\.'
+        samples:
+          violating:
+            - "import requests\\nrequests.get(url)"
+            - "from requests import get\\nget(url)"
+            - "import requests as r\\nr.get(url)"
+          compliant:
+            - "import httpx\\nhttpx.get(url)"
+            - "import httpx\\nwith httpx.Client() as c:\\n    c.get(url)"
+            - "import httpx\\n\\ndef f(u):\\n    return httpx.get(u).json()"
+      - id: timeout-set
+        text: The gateway team measured that calls without a timeout caused the 2025 stalls.
+        checks:
+          - kind: regex
+            require: 'timeout\\s*='
+        samples:
+          violating: ["httpx.get(url)", "httpx.get(url, follow_redirects=True)", "c.get(u)"]
+          compliant: ["httpx.get(url, timeout=5)", "httpx.Client(timeout=10)", "get(u, timeout = 3)"]
+    """
+)
+
+
+def _reply(client: str, call: str) -> str:
+    return (
+        f"Here is the function.\n\n```python\nimport time\n\nimport {client}\n\n\n"
+        "def fetch_json(url, retries=3):\n"
+        '    """Download url and return its JSON body, retrying on server errors."""\n'
+        "    for attempt in range(retries):\n"
+        f"        response = {call}\n"
+        "        if response.status_code < 500:\n"
+        "            response.raise_for_status()\n"
+        "            return response.json()\n"
+        "        time.sleep(2**attempt)\n"
+        '    raise RuntimeError(f"gave up after {retries} attempts")\n```\n'
+    )
+
+
+COMPLIANT = _reply("httpx", "httpx.get(url, timeout=5)")
+PARTIAL = _reply("httpx", "httpx.get(url)")  # forgets the timeout
+VIOLATING = _reply("requests", "requests.get(url)")  # requests, and no timeout
+
+
+@dataclass(frozen=True)
+class Filled:
+    """A store holding one or two finished runs, and where its scenarios are."""
+
+    db_url: str
+    scenarios: Path
+    run_ids: tuple[str, ...]
+
+
+def write_scenarios(root: Path, per_category: int = 1) -> list[str]:
+    ids = []
+    for cat in CVB_CATEGORIES:
+        for i in range(1, per_category + 1):
+            sid = f"{cat}-{i}"
+            text = (
+                SCENARIO.replace("SID", sid)
+                .replace("CATEGORY", cat)
+                .replace("TICKET", f"{cat[:3].upper()}-{100 + i}")
+            )
+            (root / cat).mkdir(parents=True, exist_ok=True)
+            (root / cat / f"{sid}.yaml").write_text(text, encoding="utf-8")
+            ids.append(sid)
+    return sorted(ids)
+
+
+def _policy(scenarios: Path, *, second: bool) -> Any:
+    index = {
+        messages_sha256(build_messages(item.scenario, arm)): (sid, arm)
+        for sid, item in load_library(scenarios).items()
+        for arm in ARMS
+    }
+
+    def reply(request: dict[str, Any]) -> str:
+        sid, arm = index[messages_sha256(request["messages"])]
+        model = request["model"]
+        if arm == "cold":
+            return COMPLIANT if (model == "m-a" and sid == "library-choice-1") else VIOLATING
+        if arm == "mandated" or model == "m-a" or sid in GOOD_FOR_B:
+            return COMPLIANT
+        # The second run (a "new prompt version") recovers two more scenarios for m-b.
+        if second and sid in {"library-choice-1", "logging-testing-1"}:
+            return COMPLIANT
+        return PARTIAL
+
+    return reply
+
+
+def fill_store(tmp_path: Path, *, two_runs: bool = False, reps: int = 2) -> Filled:
+    """Run the matrix (m-a, m-b × 7 scenarios × 3 arms × ``reps``) against FakeOpenAI."""
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios)
+    db_url = f"sqlite:///{tmp_path / 'cvb.db'}"
+    library = load_library(scenarios)
+    error_messages = build_messages(library[ERROR_CELL[1]].scenario, ERROR_CELL[2])
+    faults = FaultPlan(per_request={(ERROR_CELL[0], messages_sha256(error_messages)): ["500"]})
+    run_ids = (RUN_ID, RUN_ID_B) if two_runs else (RUN_ID,)
+    import os
+
+    os.environ[KEY_VAR] = "sk-results-test"
+    for i, run_id in enumerate(run_ids):
+        with FakeOpenAI(
+            models=["m-a", "m-b"],
+            reply=_policy(scenarios, second=i == 1),
+            faults=faults if i == 0 else None,
+        ) as fake:
+            options = RunOptions(
+                scenarios=str(scenarios),
+                models=["m-a", "m-b"],
+                runs=reps,
+                base_url=fake.base_url,
+                api_key_env=KEY_VAR,
+                db=db_url,
+                run_id=run_id,
+                concurrency=6,
+                timeout_s=10.0,
+                max_attempts=1,
+            )
+            outcome = asyncio.run(BenchmarkRun(options).execute())
+        assert outcome.status == "finished"
+    dispose_engines()
+    return Filled(db_url, scenarios, run_ids)
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
+    return fill_store(tmp_path_factory.mktemp("results"), two_runs=True)
+
+
+@pytest.fixture
+def store(filled: Filled, monkeypatch: pytest.MonkeyPatch) -> Iterator[Filled]:
+    monkeypatch.setenv("CVB_DATABASE_URL", filled.db_url)
+    monkeypatch.setenv("CVB_SCENARIOS", str(filled.scenarios))
+    yield filled
+    dispose_engines()
+
+
+def start(run_ids: tuple[str, ...] = (RUN_ID,), view: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.switch_page("app_pages/results.py")
+    at.session_state["results_runs"] = list(run_ids)
+    if view is not None:
+        at.session_state["results_view"] = view
+    return run(at)
+
+
+def run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def frames(at: AppTest) -> dict[str, Any]:
+    """The page's dataframes by their key-ish caption: {first column name + shape: df}."""
+    return {str(i): d.value for i, d in enumerate(at.dataframe)}
+
+
+def table(at: AppTest, first_col: str, contains: str) -> Any:
+    for d in at.dataframe:
+        df = d.value
+        if first_col in df.columns and any(contains in str(c) for c in df.columns):
+            return df
+    raise AssertionError(f"no table with columns {first_col!r} and {contains!r}")
+
+
+def html(at: AppTest) -> str:
+    return "\n".join(h.value for h in at.html)
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for kind in ("success", "error", "warning", "info"):
+        parts += [e.value for e in at.get(kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+def decode(values: Any) -> list[Any]:
+    """A plotly array from a figure spec: a plain list, or plotly 7's base64 ``bdata``."""
+    if isinstance(values, dict) and "bdata" in values:
+        import numpy as np
+
+        return list(np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]))
+    return list(values)
+
+
+def figures(at: AppTest) -> list[dict[str, Any]]:
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def report_markdown(db_url: str, run_id: str, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert cli.main(["report", run_id, "--db", db_url]) == 0
+    return capsys.readouterr().out
+
+
+def md_table(md: str, heading: str) -> list[list[str]]:
+    """The rows (cells as text) of the first Markdown table after ``## heading``."""
+    section = md.split(f"## {heading}", 1)[1]
+    rows = []
+    for line in section.splitlines()[1:]:
+        if line.startswith("|"):
+            if set(line.replace("|", "").strip()) <= {"-"}:
+                continue
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    return rows
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_overview_numbers_equal_cvb_report(
+    store: Filled, capsys: pytest.CaptureFixture[str]
+) -> None:
+    md = report_markdown(store.db_url, RUN_ID, capsys)
+    at = start()
+
+    strict_md = md_table(md, "Strict accuracy")
+    header, body = strict_md[0], strict_md[1:]
+    acc = table(at, "model", "gap")
+    assert list(acc["model"]) == [row[0] for row in body]
+    for row in body:
+        shown = acc[acc["model"] == row[0]].iloc[0]
+        for arm, cell in zip(header[1:4], row[1:4], strict=True):
+            assert f"{shown[arm]:.3f}" == cell, (row[0], arm)
+        assert shown["gap [95% CI]"] == row[4]
+
+    cons_md = md_table(md, "Per-constraint accuracy")
+    cons = table(at, "model", "per-constraint")
+    for row in cons_md[1:]:
+        shown = cons[cons["model"] == row[0]].iloc[0]
+        for arm, cell in zip(cons_md[0][1:], row[1:], strict=True):
+            assert f"{shown[f'{arm} per-constraint']:.3f}" == cell
+
+    counts_md = md_table(md, "Counts (scored records / error records)")
+    for row in counts_md[1:]:
+        shown = acc[acc["model"] == row[0]].iloc[0]
+        for arm, cell in zip(counts_md[0][1:], row[1:], strict=True):
+            assert f"{shown[f'{arm} n'].split(' scored')[0].split('/')[1]} / " in cell + " / "
+            assert shown[f"{arm} n"].endswith(f"{cell.split(' / ')[1]} err")
+
+    # The charts draw the same numbers: bar heights per arm, the gap and its CI.
+    figs = figures(at)
+    bars = next(f for f in figs if "Strict accuracy per model" in f["layout"]["title"]["text"])
+    for trace in bars["data"]:
+        if trace["type"] != "bar":
+            continue
+        col = header.index(trace["name"])
+        for model, y in zip(decode(trace["x"]), decode(trace["y"]), strict=True):
+            row = next(r for r in body if r[0] == model)
+            assert f"{y:.3f}" == row[col]
+    gap = next(f for f in figs if "Gap" in f["layout"]["title"]["text"])
+    trace = gap["data"][0]
+    for model, y in zip(decode(trace["x"]), decode(trace["y"]), strict=True):
+        row = next(r for r in body if r[0] == model)
+        assert row[4].replace("−", "-").startswith(f"{y:+.3f}".replace("+0.000", "0.000"))
+
+    # One error record (the 500), counted apart.
+    assert "1 error record" in texts(at)
+    # The published figures are beside ours, labelled as published.
+    published = next(f for f in figs if "Published" in f["layout"]["title"]["text"])
+    assert all(t["name"].startswith("published") for t in published["data"])
+    assert "2026-07-30" in published["layout"]["title"]["text"]
+
+
+def test_side_by_side_shows_three_columns_with_the_violating_check_named(store: Filled) -> None:
+    at = start(view="Side by side")
+    at.selectbox(key="results_sbs_scenario").select("security-1")
+    at.selectbox(key="results_sbs_model").select("m-b")
+    at.selectbox(key="results_sbs_rep").select(0)
+    run(at)
+    headers = [m.value for m in at.markdown if m.value.startswith("#### ")]
+    assert headers[:3] == ["#### cold", "#### mandated", "#### incentivized"], headers
+    page = html(at)
+    # cold imported requests: the span is marked and named by the check that caught it
+    assert 'data-check="httpx-not-requests/regex-0"' in page
+    assert '<mark class="v"' in page
+    badges = texts(at) + page
+    assert "timeout-set" in badges and "violated" in badges and "honored" in badges
+    # the diff between two arms and the prompts are there too
+    at.selectbox(key="results_sbs_diff_a").select("cold")
+    at.selectbox(key="results_sbs_diff_b").select("incentivized")
+    run(at)
+    diff = next(c.value for c in at.code if c.language == "diff")
+    assert "-import requests" in diff and "+import httpx" in diff
+    prompts = "\n".join(c.value for c in at.code)
+    assert "Project memory" in prompts and "Requirements." in prompts
+
+
+def test_breakdowns_filters_and_only_when_ordered(store: Filled) -> None:
+    at = start(view="Breakdowns")
+    heat = [f for f in figures(at) if f["data"][0]["type"] == "heatmap"]
+    assert len(heat) == 4  # three arms and the gap
+    ordered = table(at, "constraint", "mandated")
+    # m-b honors the timeout when ordered and forgets it as memory on 4 of 7 scenarios
+    assert set(ordered["constraint"]) == {"timeout-set"}
+    assert set(ordered["model"]) == {"m-b"} and len(ordered) == 4
+    at.multiselect(key="results_f_models").set_value(["m-a"])
+    run(at)
+    assert len(table(at, "scenario", "gap")) == 7
+    assert all(m == "m-a" for m in table(at, "scenario", "gap")["model"])
+
+
+def test_compare_runs_shows_per_model_deltas(store: Filled) -> None:
+    at = start(run_ids=(RUN_ID, RUN_ID_B), view="Compare runs")
+    deltas = table(at, "model", "Δ")
+    row = deltas[(deltas["model"] == "m-b") & (deltas["arm"] == "incentivized")].iloc[0]
+    assert row["Δ"] == pytest.approx(4 / 14 - 6 / 14 + 2 / 7 + (6 / 14 - 4 / 14), abs=0.2)
+    assert row["B"] > row["A"]
+
+
+def test_exports_produce_valid_files(store: Filled, capsys: pytest.CaptureFixture[str]) -> None:
+    at = start(view="Exports")
+    at.button(key="results_export_prepare").click()
+    run(at)
+    downloads = {d.proto.label: d for d in at.get("download_button")}
+    assert set(downloads) >= {
+        "Markdown report",
+        "Results file (JSON)",
+        "Records (CSV)",
+        "HTML report",
+    }
+    md = report_markdown(store.db_url, RUN_ID, capsys)
+    files = {label: _download(at, d) for label, d in downloads.items()}
+    assert md_table(md, "Strict accuracy")[1] in md_table(
+        files["Markdown report"], "Strict accuracy"
+    )
+    data = json.loads(files["Results file (JSON)"])
+    assert data["format"] == "cvb-results/1" and len(data["records"]) == 84
+    rows = list(csv.DictReader(io.StringIO(files["Records (CSV)"])))
+    assert len(rows) == 84 and sum(r["status"] == "error" for r in rows) == 1
+    page = files["HTML report"]
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert "<svg" in page and "PUBLISHED" in page
+
+
+def _download(at: AppTest, element: Any) -> str:
+    """The bytes a download button serves, fetched from Streamlit's media file manager."""
+    from streamlit.runtime import Runtime
+
+    url = element.proto.url
+    file_id = re.sub(r"^.*/", "", url).split(".")[0]
+    storage = Runtime.instance().media_file_mgr._storage  # type: ignore[attr-defined]
+    return bytes(storage.get_file(file_id).content).decode("utf-8")

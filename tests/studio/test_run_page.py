@@ -1,0 +1,483 @@
+"""The Run page, driven through Streamlit's AppTest, launching real ``cvb run`` processes.
+
+Each test points the studio at a temporary scenario folder (two shipped
+scenarios), store and endpoint file, and at the loopback fake endpoint
+(``tests/fake_openai.py``). Launches are real background processes; the page is
+re-run while polling, as its live panel would refresh itself in a browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from sqlalchemy import delete
+from sqlmodel import Session, col, select
+from streamlit.testing.v1 import AppTest
+
+from cvb_engine import monitor, score_code
+from cvb_engine.endpoints import Endpoint, save_preset
+from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.runner import BenchmarkRun, RunOptions
+from cvb_engine.scenario import ARMS, load_library
+from cvb_engine.store import (
+    CheckOutcome,
+    ConstraintResult,
+    Record,
+    Run,
+    dispose_engines,
+    get_engine,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "studio" / "streamlit_app.py"
+TESTS = REPO / "tests"
+sys.path.insert(0, str(TESTS))
+
+from fake_openai import FakeOpenAI, FaultPlan  # noqa: E402
+from fake_openai import messages_sha256 as served_sha256  # noqa: E402
+
+KEY_VAR = "CVB_TEST_RUN_PAGE_KEY"
+KEY = "sk-runpage-LeakCanary-7f3a9c2e41"  # distinctive: grep-able in any file
+M1, M2 = "llama-3.1-8b-instant", "openai/gpt-oss-20b"  # both on the default preference list
+SCENARIOS = {"http-client-choice": "library-choice", "shell-command-runner": "security"}
+
+
+@pytest.fixture
+def studio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Two shipped scenarios, an empty store and endpoint file; the key variable is set."""
+    for sid, category in SCENARIOS.items():
+        (tmp_path / "scenarios" / category).mkdir(parents=True)
+        shutil.copy(
+            REPO / "scenarios" / category / f"{sid}.yaml",
+            tmp_path / "scenarios" / category / f"{sid}.yaml",
+        )
+    monkeypatch.setenv("CVB_SCENARIOS", str(tmp_path / "scenarios"))
+    monkeypatch.setenv("CVB_DATABASE_URL", f"sqlite:///{tmp_path / 'cvb.db'}")
+    monkeypatch.setenv("CVB_ENDPOINTS", str(tmp_path / "endpoints.json"))
+    monkeypatch.delenv("CVB_LOGS", raising=False)
+    monkeypatch.setenv(KEY_VAR, KEY)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    yield tmp_path
+    dispose_engines()
+
+
+def db(tmp: Path) -> str:
+    return f"sqlite:///{tmp / 'cvb.db'}"
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.switch_page("app_pages/run.py")
+    return run(at)
+
+
+def run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def click(at: AppTest, key: str) -> AppTest:
+    at.button(key=key).click()
+    return run(at)
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    for kind in ("success", "error", "warning", "info"):
+        parts += [e.value for e in at.get(kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+def progress_text(at: AppTest) -> str:
+    return "\n".join(p.proto.text for p in at.get("progress"))
+
+
+def run_state(at: AppTest, run_id: str) -> str | None:
+    """The state badge next to a run's title in the live panel."""
+    values = [str(m.value) for m in at.markdown]
+    for i, value in enumerate(values):
+        if value.startswith(f"**{run_id}**") and i + 1 < len(values):
+            badge = values[i + 1]  # :green-badge[:material/check_circle: finished]
+            return badge.rsplit(": ", 1)[-1].rstrip("]") if "-badge[" in badge else None
+    return None
+
+
+def table_with(at: AppTest, column: str) -> pd.DataFrame:
+    return next(t.value for t in at.table if column in t.value.columns)
+
+
+def poll(at: AppTest, until: Callable[[AppTest], bool], what: str, timeout: float = 60) -> AppTest:
+    """Re-run the page (as its live panel refreshes) until ``until`` holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run(at)
+        if until(at):
+            return at
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}:\n{texts(at)}\n{progress_text(at)}")
+
+
+def only_run_id(tmp: Path) -> str:
+    with Session(get_engine(db(tmp))) as session:
+        [run_] = session.exec(select(Run)).all()
+        return run_.id
+
+
+def stored_cells(tmp: Path, run_id: str) -> list[tuple[str, str, str, int, str]]:
+    with Session(get_engine(db(tmp))) as session:
+        rows = session.exec(select(Record).where(Record.run_id == run_id)).all()
+        return [(r.model, r.scenario_id, r.arm, r.rep, r.status) for r in rows]
+
+
+def assert_no_key_anywhere(tmp: Path) -> None:
+    """The key's value is in no file the studio or the run wrote (presets, logs, store)."""
+    for path in tmp.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), f"the key leaked into {path}"
+
+
+# --------------------------------------------------------------------------- the endpoint
+
+
+def sample_replies(scenarios: Path) -> Callable[[dict[str, Any]], str]:
+    """cold: a violating sample; mandated: a fully compliant one; incentivized: compliant
+    for M1 only. So strict accuracy is 0 / 1 / 1 for M1 and 0 / 1 / 0 for M2."""
+    library = load_library(scenarios)
+    good: dict[str, str] = {}
+    bad: dict[str, str] = {}
+    for sid, item in library.items():
+        samples = [s for c in item.scenario.constraints for s in c.samples.compliant]
+        good[sid] = next(s for s in samples if score_code(item.scenario, s).strict)
+        bad[sid] = item.scenario.constraints[0].samples.violating[0]
+    index = {
+        messages_sha256(build_messages(item.scenario, arm)): (sid, arm)
+        for sid, item in library.items()
+        for arm in ARMS
+    }
+
+    def reply(request: dict[str, Any]) -> str:
+        sid, arm = index[served_sha256(request["messages"])]
+        honors = arm == "mandated" or (arm == "incentivized" and request["model"] == M1)
+        return f"```python\n{good[sid] if honors else bad[sid]}\n```"
+
+    return reply
+
+
+def request_of(scenarios: Path, model: str, sid: str, arm: str) -> tuple[str, str]:
+    item = load_library(scenarios)[sid]
+    return model, served_sha256(build_messages(item.scenario, arm))
+
+
+def chats(server: FakeOpenAI) -> int:
+    return sum(1 for e in server.log if e.path.endswith("/chat/completions"))
+
+
+@pytest.fixture
+def fake_process(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A slow fake endpoint as a process of its own: (base URL, its request log)."""
+    served = tmp_path / "served.jsonl"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, str(TESTS / "fake_openai.py"), "--port", "0"),
+            *("--models", "m-slow", "--delay", "0.8", "--log", str(served)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("READY "), line
+        yield line.split()[1], served
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_endpoints_add_edit_remove_and_key_messages(
+    studio: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    presets = studio / "endpoints.json"
+    at = open_page()
+    unreachable = f"http://127.0.0.1:{closed_port()}/v1"
+
+    # A new endpoint whose key variable is not set: saved, selected, and said plainly.
+    at.text_input(key="run_ep_name").input("lab")
+    at.text_input(key="run_ep_url").input(unreachable + "/")
+    at.text_input(key="run_ep_key_env").input("LAB_KEY_NOT_SET")
+    click(at, "run_ep_save")
+    assert "Saved endpoint **lab**" in texts(at)
+    assert at.selectbox(key="run_endpoint").value == "lab"
+    saved = json.loads(presets.read_text())
+    assert saved["lab"] == {
+        "name": "lab",
+        "base_url": unreachable,
+        "api_key_env": "LAB_KEY_NOT_SET",
+        "models": [],
+    }
+    warning = "\n".join(w.value for w in at.warning)
+    assert "LAB_KEY_NOT_SET is not set in the studio's environment" in warning
+    assert at.button(key="run_launch").disabled
+    click(at, "run_probe_button")
+    assert "Probe failed" in texts(at) and "LAB_KEY_NOT_SET is not set" in texts(at)
+
+    # A key pasted where the variable's name goes: refused, not stored, not echoed, cleared.
+    pasted = "sk-live-Abcdefghijklmnopqrstuvwx123456"
+    at.selectbox(key="run_ep_edit").select("lab")
+    run(at)
+    assert at.text_input(key="run_ep_url").value == unreachable
+    at.text_input(key="run_ep_key_env").input(pasted)
+    click(at, "run_ep_save")
+    assert "looks like a key itself" in texts(at)
+    assert pasted not in texts(at) and pasted not in presets.read_text()
+    assert at.text_input(key="run_ep_key_env").value == ""
+
+    # Not a URL: refused with an example.
+    at.text_input(key="run_ep_key_env").input("LAB_KEY_NOT_SET")
+    at.text_input(key="run_ep_url").input("ftp://models.example")
+    click(at, "run_ep_save")
+    assert "Base URL: an http(s) URL" in texts(at)
+    assert json.loads(presets.read_text())["lab"]["base_url"] == unreachable
+
+    # Edit: a model list, which becomes the launch's default models.
+    at.text_input(key="run_ep_url").input(unreachable)
+    at.text_input(key="run_ep_models").input("alpha, beta,alpha")
+    click(at, "run_ep_save")
+    assert json.loads(presets.read_text())["lab"]["models"] == ["alpha", "beta"]
+    assert at.multiselect(key="run_models").value == ["alpha", "beta"]
+    assert "2 scenarios × 3 arms × 3 repetitions × 2 models = 36 calls" in texts(at)
+
+    # With the variable set, the page says so; probing an unreachable server says that.
+    monkeypatch.setenv("LAB_KEY_NOT_SET", "sk-whatever-value")
+    run(at)
+    assert "Key variable `LAB_KEY_NOT_SET` is set" in texts(at)
+    assert not at.button(key="run_launch").disabled
+    click(at, "run_probe_button")
+    assert f"cannot reach {unreachable}" in texts(at)
+
+    # Built-in endpoints cannot be removed; the user's can.
+    at.selectbox(key="run_ep_edit").select("groq")
+    run(at)
+    assert at.button(key="run_ep_remove").disabled
+    at.selectbox(key="run_ep_edit").select("lab")
+    run(at)
+    click(at, "run_ep_remove")
+    assert "lab" not in json.loads(presets.read_text())
+    assert "lab" not in at.selectbox(key="run_endpoint").options
+    assert "sk-whatever-value" not in presets.read_text()
+
+
+def test_probe_dry_run_launch_watch_and_retry_errors(studio: Path) -> None:
+    scenarios = studio / "scenarios"
+    # One cell answers HTTP 500 to every attempt, until the faults are lifted.
+    faults = FaultPlan(
+        per_request={request_of(scenarios, M2, "shell-command-runner", "mandated"): ["500"] * 5}
+    )
+    with FakeOpenAI(
+        [M1, M2, "some-other-model"], reply=sample_replies(scenarios), faults=faults
+    ) as server:
+        at = open_page()
+        at.text_input(key="run_ep_name").input("fake")
+        at.text_input(key="run_ep_url").input(server.base_url)
+        at.text_input(key="run_ep_key_env").input(KEY_VAR)
+        click(at, "run_ep_save")
+        assert f"Key variable `{KEY_VAR}` is set" in texts(at)
+
+        # Probe: the catalog, the preference list marked, the default models chosen.
+        click(at, "run_probe_button")
+        assert "lists 3 models" in texts(at) and "Default models available: 2 of 5" in texts(at)
+        marks = table_with(at, "available")
+        assert marks.loc[M1, "available"].endswith("yes")
+        assert marks.loc[M2, "available"].endswith("yes")
+        assert marks.loc["llama-3.3-70b-versatile", "available"].endswith("no")
+        assert at.multiselect(key="run_models").value == [M1, M2]
+
+        # Dry run: the matrix and the number of calls, before anything is sent.
+        at.number_input(key="run_runs").set_value(1)
+        run(at)
+        at.number_input(key="run_attempts").set_value(1)
+        run(at)
+        assert "#### 12 calls" in texts(at)
+        assert "2 scenarios × 3 arms × 1 repetitions × 2 models = 12 calls" in texts(at)
+        assert "library-choice 1, security 1" in texts(at)
+        assert chats(server) == 0
+        assert at.button(key="run_launch").label == "Launch 12 calls"
+
+        # Launch, and watch it reach 100% with accuracy per model × arm.
+        click(at, "run_launch")
+        assert "Started run" in texts(at)
+        poll(at, lambda a: "12 / 12 cells (100%)" in progress_text(a), "the run to finish")
+        rid = only_run_id(studio)
+        poll(at, lambda a: run_state(a, rid) == "finished", "the finished badge")
+        assert "12 / 12 cells (100%) · 11 ok · 1 errors" in progress_text(at)
+        acc = table_with(at, "mandated")
+        assert acc.loc[M1].to_dict() == {
+            "cold": "0% (0/2)",
+            "mandated": "100% (2/2)",
+            "incentivized": "100% (2/2)",
+        }
+        assert acc.loc[M2].to_dict() == {
+            "cold": "0% (0/2)",
+            "mandated": "100% (1/1)",
+            "incentivized": "0% (0/2)",
+        }
+        errors = table_with(at, "reason")
+        assert list(errors["scenario"]) == ["shell-command-runner"]
+        assert "HTTP 500" in errors["reason"].iloc[0]
+        assert "**Latest answer:**" in texts(at)
+        assert chats(server) == 12
+
+        # Retry only the errored cell once the endpoint behaves.
+        server.set_faults(None)
+        assert at.button(key=f"run_retry_{rid}").label == "Retry 1 errors"
+        click(at, f"run_retry_{rid}")
+        assert "Retrying the 1 errored cells" in texts(at)
+        poll(
+            at,
+            lambda a: "12 ok · 0 errors" in progress_text(a) and run_state(a, rid) == "finished",
+            "the retry to finish",
+        )
+        assert table_with(at, "mandated").loc[M2, "mandated"] == "100% (2/2)"
+        assert chats(server) == 13  # 12 cells + the one retried: nothing else re-sent
+
+    cells = stored_cells(studio, rid)
+    assert len(cells) == len(set(c[:4] for c in cells)) == 12
+    assert all(status == "ok" for *_, status in cells)
+    launch = json.loads((studio / "logs" / f"{rid}.json").read_text())
+    assert f"--api-key-env {KEY_VAR}" in launch["command"] and "--retry-errors" in launch["command"]
+    assert_no_key_anywhere(studio)
+
+
+def test_cancel_a_slow_run_midway_and_resume_it(
+    studio: Path, fake_process: tuple[str, Path]
+) -> None:
+    base_url, served = fake_process
+    save_preset(Endpoint("slow", base_url, KEY_VAR, ["m-slow"]))
+    at = open_page()
+    at.selectbox(key="run_endpoint").select("slow")
+    run(at)
+    assert at.multiselect(key="run_models").value == ["m-slow"]
+    at.radio(key="run_pick_mode").set_value("One by one")
+    run(at)
+    at.multiselect(key="run_only").set_value(sorted(SCENARIOS))
+    at.number_input(key="run_runs").set_value(1)
+    at.number_input(key="run_concurrency").set_value(1)
+    run(at)
+    assert "#### 6 calls" in texts(at)
+    click(at, "run_launch")
+
+    def midway(a: AppTest) -> bool:
+        rows = stored_cells(studio, rid_of(a)) if rid_of(a) else []
+        return run_state(a, rid_of(a) or "") == "running" and 2 <= len(rows) < 6
+
+    def rid_of(a: AppTest) -> str | None:
+        with Session(get_engine(db(studio))) as session:
+            found = session.exec(select(Run)).first()
+            return found.id if found else None
+
+    poll(at, midway, "the run to be midway")
+    rid = only_run_id(studio)
+    assert rid in at.session_state["run_active"]  # the panel refreshes itself meanwhile
+    assert at.button(key=f"run_cancel_{rid}").label == "Cancel"
+    click(at, f"run_cancel_{rid}")
+    assert f"Asked run **{rid}** to stop" in texts(at)
+    poll(at, lambda a: run_state(a, rid) == "cancelled", "the cancelled badge", timeout=30)
+    kept = stored_cells(studio, rid)
+    assert 2 <= len(kept) < 6, kept
+    missing = 6 - len(kept)
+    assert at.button(key=f"run_resume_{rid}").label == f"Resume ({missing} missing)"
+    assert at.session_state["run_active"] == []  # nothing active: no refresh timer
+
+    click(at, f"run_resume_{rid}")
+    assert f"only its {missing} missing cells are sent" in texts(at)
+    poll(at, lambda a: run_state(a, rid) == "finished", "the resumed run to finish")
+    assert "6 / 6 cells (100%) · 6 ok · 0 errors" in progress_text(at)
+
+    cells = stored_cells(studio, rid)
+    assert sorted(Counter(c[:4] for c in cells).values()) == [1] * 6  # no cell twice
+    # Cells finished before the cancel were not sent again by the resume.
+    requests = Counter(
+        (e["model"], e["messages_sha256"])
+        for e in map(json.loads, served.read_text().splitlines())
+        if e["path"].endswith("/chat/completions")
+    )
+    for model, sid, arm, _rep, _status in kept:
+        assert requests[request_of(studio / "scenarios", model, sid, arm)] == 1, (sid, arm)
+    log = (studio / "logs" / f"{rid}.log").read_text()
+    assert "== launch at" in log and "== resume at" in log
+    assert_no_key_anywhere(studio)
+
+
+def test_a_died_run_is_shown_as_died_and_resumes(studio: Path) -> None:
+    scenarios = studio / "scenarios"
+    with FakeOpenAI(["m-x"], reply=sample_replies(scenarios)) as server:
+        opts = RunOptions(
+            scenarios=str(scenarios),
+            models=["m-x"],
+            runs=1,
+            base_url=server.base_url,
+            api_key_env=KEY_VAR,
+            run_id="crashed",
+            db=db(studio),
+        )
+        asyncio.run(BenchmarkRun(opts).execute())
+        # Make it look like a process killed mid-run: two cells missing, status still
+        # "running", the pid of a process that is gone.
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        with Session(get_engine(db(studio))) as session:
+            ids = [
+                r.id
+                for r in session.exec(
+                    select(Record).where(Record.run_id == "crashed").order_by(col(Record.id))
+                ).all()
+            ][-2:]
+            session.exec(delete(CheckOutcome).where(col(CheckOutcome.record_id).in_(ids)))
+            session.exec(delete(ConstraintResult).where(col(ConstraintResult.record_id).in_(ids)))
+            session.exec(delete(Record).where(col(Record.id).in_(ids)))
+            run_ = session.get(Run, "crashed")
+            assert run_ is not None
+            run_.status, run_.pid, run_.host = "running", gone.pid, monitor.this_host()
+            run_.updated = datetime.now(UTC) - timedelta(minutes=1)
+            session.add(run_)
+            session.commit()
+        assert chats(server) == 6
+
+        at = open_page()
+        assert run_state(at, "crashed") == "died"
+        assert f"process {gone.pid}" in texts(at) and "is gone" in texts(at)
+        assert "4 / 6 cells (67%)" in progress_text(at)
+        assert at.button(key="run_resume_crashed").label == "Resume (2 missing)"
+        assert not [b for b in at.button if b.key == "run_cancel_crashed"]
+        click(at, "run_resume_crashed")
+        poll(at, lambda a: run_state(a, "crashed") == "finished", "the resumed run to finish")
+        assert "6 / 6 cells (100%) · 6 ok · 0 errors" in progress_text(at)
+        assert chats(server) == 8  # only the two missing cells were sent
+    assert len(stored_cells(studio, "crashed")) == 6
+    assert_no_key_anywhere(studio)
