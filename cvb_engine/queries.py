@@ -55,8 +55,6 @@ class RunInfo:
     prompt_version: str
     total_cells: int
     n_records: int
-    n_errors: int
-    n_scored: int
     models: tuple[str, ...]
     note: str | None = None
 
@@ -72,60 +70,66 @@ def _utc(moment: datetime) -> datetime:
 
 
 def list_runs(session: Session) -> list[RunInfo]:
-    """Every run, newest first, with record counts from one aggregate query."""
-    scored = (col(Record.status) == "ok") & col(Record.strict).is_not(None)
-    counts_stmt = sa_select(
-        col(Record.run_id),
-        func.count(),
-        func.sum(case((col(Record.status) == "ok", 0), else_=1)),
-        func.sum(case((scored, 1), else_=0)),
-    ).group_by(Record.run_id)
+    """Every run, newest first, with its record count and models.
+
+    Both come from the ``(run_id, model, arm)`` index alone: listing runs never
+    reads the record rows (and their response texts).
+    """
     counts = {
-        rid: (int(n), int(e or 0), int(s or 0)) for rid, n, e, s in session.execute(counts_stmt)
+        str(rid): int(n)
+        for rid, n in session.execute(
+            sa_select(col(Record.run_id), func.count()).group_by(Record.run_id)
+        )
     }
     models: dict[str, list[str]] = {}
-    # DISTINCT (run_id, model) reads the (run_id, model, arm) index, not the table.
     for rid, model in session.execute(
         sa_select(col(Record.run_id), col(Record.model)).distinct().order_by(Record.model)
     ):
         models.setdefault(rid, []).append(model)
     runs = session.exec(select(Run).order_by(col(Run.created).desc(), col(Run.id))).all()
-    out = []
-    for run in runs:
-        n, errors, n_scored = counts.get(run.id, (0, 0, 0))
-        out.append(
-            RunInfo(
-                id=run.id,
-                created=_utc(run.created),
-                updated=_utc(run.updated),
-                status=run.status,
-                prompt_version=run.prompt_version,
-                total_cells=run.total_cells,
-                n_records=n,
-                n_errors=errors,
-                n_scored=n_scored,
-                models=tuple(models.get(run.id, ())),
-                note=run.note,
-            )
+    return [
+        RunInfo(
+            id=run.id,
+            created=_utc(run.created),
+            updated=_utc(run.updated),
+            status=run.status,
+            prompt_version=run.prompt_version,
+            total_cells=run.total_cells,
+            n_records=int(counts.get(run.id, 0)),
+            models=tuple(models.get(run.id, ())),
+            note=run.note,
         )
-    return out
+        for run in runs
+    ]
 
 
-def data_version(session: Session, run_ids: Iterable[str]) -> tuple[int, int, str]:
-    """A cheap fingerprint of the runs' records: (count, highest id, latest scoring time).
+@dataclass(frozen=True)
+class DataVersion:
+    """A fingerprint of a set of runs' records, and whether they hold IVR problems.
 
-    It changes when a record is added (a live run) or re-scored (``cvb score``),
-    so caches keyed by it never serve stale figures.
+    It changes when a record is added (a live run) or re-scored (``cvb score``
+    sets ``scored_at``), so caches keyed by it never serve stale figures. One
+    pass over the runs' rows computes it.
     """
+
+    n_records: int
+    last_id: int
+    last_scored: str
+    has_ivr: bool
+
+
+def data_version(session: Session, run_ids: Iterable[str]) -> DataVersion:
+    """The :class:`DataVersion` of ``run_ids`` (one aggregate query)."""
     ids = sorted(set(run_ids))
     if not ids:
-        return (0, 0, "")
-    n, last, scored = session.execute(
-        sa_select(func.count(), func.max(col(Record.id)), func.max(col(Record.scored_at))).where(
-            col(Record.run_id).in_(ids)
-        )
+        return DataVersion(0, 0, "", False)
+    stated = func.max(case((col(Record.stated_passed).is_not(None), 1), else_=0))
+    n, last, scored, ivr_ = session.execute(
+        sa_select(
+            func.count(), func.max(col(Record.id)), func.max(col(Record.scored_at)), stated
+        ).where(col(Record.run_id).in_(ids))
     ).one()
-    return (int(n or 0), int(last or 0), str(scored or ""))
+    return DataVersion(int(n or 0), int(last or 0), str(scored or ""), bool(ivr_))
 
 
 # --------------------------------------------------------------------------- aggregates
@@ -403,12 +407,15 @@ class CellRecord:
 
 
 def split_span(text: str, line: int, col: int, length: int) -> list[tuple[int, int, int]]:
-    """One evidence span as per-line spans, blank stretches dropped.
+    """One evidence span as per-line spans that cover visible text.
 
-    A check's span may run past the end of its line: ``^\\s*import requests``
-    under ``(?m)`` starts on the blank line above the import. Highlighting
-    works line by line, so the span is cut at each newline and the pieces that
-    are only whitespace are left out (unless nothing else is left).
+    Spans are anchored at their start line and cut at its end
+    (:func:`cvb_engine.checks.base.span_from_offsets`), so a match of
+    ``(?m)^\\s*import requests`` that starts on the blank line above the import
+    arrives as one blank character. A span that covers only whitespace up to
+    the end of its line continued onto the next lines: it is shown on the next
+    line that has text (its text without indentation). Spans that do cover
+    text pass through, cut at each newline should they run past one.
     """
     lines = text.split("\n")
     if not 1 <= line <= len(lines) or length <= 0:
@@ -417,14 +424,21 @@ def split_span(text: str, line: int, col: int, length: int) -> list[tuple[int, i
     remaining, n, c = length, line, max(col, 0)
     while remaining > 0 and n <= len(lines):
         current = lines[n - 1]
-        take = min(remaining, max(len(current) - c, 0))
-        if take and current[c : c + take].strip():
-            start = c + (len(current[c : c + take]) - len(current[c : c + take].lstrip()))
-            end = c + len(current[c : c + take].rstrip())
-            pieces.append((n, start, end - start))
-        remaining -= take + 1  # the newline counts as one character of the span
+        chunk = current[c : c + min(remaining, max(len(current) - c, 0))]
+        if chunk.strip():
+            start = c + len(chunk) - len(chunk.lstrip())
+            pieces.append((n, start, len(chunk.rstrip()) - (start - c)))
+        remaining -= len(chunk) + 1  # the newline counts as one character of the span
         n, c = n + 1, 0
-    return pieces or [(line, col, length)]
+    if pieces:
+        return pieces
+    if not lines[line - 1][max(col, 0) :].strip():
+        for n in range(line + 1, len(lines) + 1):
+            body = lines[n - 1]
+            if body.strip():
+                indent = len(body) - len(body.lstrip())
+                return [(n, indent, len(body.strip()))]
+    return [(line, col, length)]
 
 
 @dataclass(frozen=True)
@@ -448,7 +462,7 @@ def cell_choices(session: Session, run_id: str) -> CellChoices:
     reps = [r for (r,) in session.execute(sa_select(col(Record.rep)).where(where).distinct())]
     return CellChoices(
         models=sorted(models),
-        scenarios=dict(sorted(scen.tuples().all())),
+        scenarios=dict(sorted((str(s), str(c)) for s, c in scen)),
         reps=sorted(reps),
         arms=[a for a in ARM_ORDER if a in arms] + sorted(set(arms) - set(ARM_ORDER)),
     )

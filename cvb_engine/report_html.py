@@ -40,7 +40,8 @@ h1{font-size:26px;margin:0 0 4px} h2{font-size:19px;margin:34px 0 8px;padding-bo
 p,li{line-height:1.5;font-size:14px} .muted{color:#57606a;font-size:13px}
 .meta{display:flex;flex-wrap:wrap;gap:6px 18px;margin:8px 0 0;padding:0;list-style:none}
 .meta li{font-size:13px;color:#57606a} .meta b{color:#1f2328;font-weight:600}
-table{border-collapse:collapse;font-size:13px;margin:6px 0 4px;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;font-size:13px;margin:6px 0 4px;font-variant-numeric:tabular-nums;
+  display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #d8dee4;padding:5px 9px;text-align:right;white-space:nowrap}
 th{background:#f6f8fa;font-weight:600} td:first-child,th:first-child{text-align:left}
 td .n{color:#57606a;font-size:11px;display:block}
@@ -92,10 +93,13 @@ def grouped_bars_svg(
     title: str = "",
 ) -> str:
     """Grouped vertical bars on a 0–1 axis: one group per model, one bar per arm."""
-    bar_w, inner_gap, group_gap = 26, 4, 34
+    bar_w, inner_gap = 30, 4
     group_w = len(arms) * bar_w + (len(arms) - 1) * inner_gap
-    left, right, top, plot_h, bottom = 52, 16, 58, 220, 64
-    width = max(420, left + right + len(models) * (group_w + group_gap))
+    # each model gets a slot wide enough for its bars and for its name under them
+    longest = max((len(m) for m in models), default=0)
+    group_gap = max(40, min(24, longest) * 7 + 14 - group_w)
+    left, right, top, plot_h, bottom = 52, 16, 58, 220, 40
+    width = max(560, left + right + len(models) * (group_w + group_gap))
     height = top + plot_h + bottom
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
@@ -362,7 +366,12 @@ def _category_tables(summary: Summary) -> str:
             for c in cats:
                 g = summary.category_gap.get((m, c))
                 v = g.value if g is not None else None
-                cells.append(f"<td{_heat(v, GAP_COLOR)}>{_e(fmt_gap(g))}</td>")
+                ci = (
+                    f'<span class="n">[{_e(fmt_signed(g.low))}, {_e(fmt_signed(g.high))}]</span>'
+                    if g is not None and g.low is not None and g.high is not None
+                    else ""
+                )
+                cells.append(f"<td{_heat(v, GAP_COLOR)}>{_e(fmt_signed(v))}{ci}</td>")
             rows.append(f"<tr><td>{_e(m)}</td>{''.join(cells)}</tr>")
         out.append(
             "<h3>gap (mandated − incentivized) [95% CI]</h3>"

@@ -194,6 +194,7 @@ class SandboxInfo:
 _HARNESS = r"""
 def _harness():
     import os, resource, sys
+    # workdir is not used here: it names the run in ps and /proc/*/cmdline
     _, workdir, nonce_fd, result_fd, mode, limits, path = sys.argv
     nonce_fd, result_fd = int(nonce_fd), int(result_fd)
     nonce = os.read(nonce_fd, 128).decode()
@@ -248,8 +249,8 @@ def _harness():
                         os.waitpid(kid, 0)
                     except OSError:
                         pass
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(128 - code if code < 0 else code)
+            rc = os.waitstatus_to_exitcode(status)
+            os._exit(128 - rc if rc < 0 else rc)
     import builtins
     write, b_str, b_type, b_len, b_isinstance = os.write, str, type, len, isinstance
     exit_now, exc_base, syntax_error = os._exit, BaseException, SyntaxError

@@ -20,6 +20,7 @@ Progress, liveness and accuracy are read from the store by
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import re
@@ -30,7 +31,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.engine import make_url
 
-from cvb_engine import ARMS, LoadedScenario
+from cvb_engine import ARMS, LoadedScenario, ScenarioError, load_library
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
@@ -50,11 +52,14 @@ from cvb_engine.endpoints import (
     read_key,
 )
 from cvb_engine.monitor import RunProgress, process_alive, this_host
-from cvb_engine.runner import DEFAULTS, RunError, probe_catalog, select_scenarios
+from cvb_engine.prompts import PROMPT_VERSION
+from cvb_engine.runner import DEFAULTS, Matrix, RunError, probe_catalog, select_scenarios
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 ENDPOINT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+# What the store's secret filter (store.redact_params) looks for in a key.
+_SECRET_WORDS = ("key", "token", "secret", "password", "authorization")
 # The child starts the real run in a new session and exits at once: the run is
 # then nobody's child in the studio (no zombie left behind, no tie to its life).
 _SPAWN = (
@@ -171,7 +176,9 @@ class Preview:
 
     @property
     def formula(self) -> str:
-        models = f"{len(self.models)} models" if self.models_known else "3 models (probed)"
+        models = f"{len(self.models)} models"
+        if not self.models_known:
+            models += " (probed at launch)"
         return (
             f"{len(self.scenarios)} scenarios × {len(self.arms)} arms × {self.runs} repetitions"
             f" × {models} = {self.calls} calls"
@@ -316,6 +323,16 @@ class Launch:
     action: str  # launch | resume | retry errors
     command: str  # the equivalent `cvb run ...` (no secret in it)
     log: str
+    spec: dict[str, Any] | None = None  # the LaunchSpec, to start the same run again
+
+    def launch_spec(self) -> LaunchSpec | None:
+        if not self.spec:
+            return None
+        try:
+            data = {k: tuple(v) if isinstance(v, list) else v for k, v in self.spec.items()}
+            return LaunchSpec(**data)
+        except TypeError:
+            return None  # written by another version of the studio
 
     @property
     def started_at(self) -> datetime:
@@ -365,6 +382,7 @@ def launch(spec: LaunchSpec, *, db_url: str, logs: Path, action: str = "launch")
         action=action,
         command=display,
         log=str(log),
+        spec=asdict(spec),
     )
     tmp = _sidecar(logs, spec.run_id).with_suffix(".json.tmp")
     tmp.write_text(json.dumps(asdict(started), indent=1), encoding="utf-8")
@@ -372,16 +390,23 @@ def launch(spec: LaunchSpec, *, db_url: str, logs: Path, action: str = "launch")
     return started
 
 
+def _read_launch(path: Path) -> Launch | None:
+    try:
+        return Launch(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None  # missing, half-written or foreign: not ours to show
+
+
+def launch_of(logs: Path, run_id: str) -> Launch | None:
+    """The latest process the studio started for ``run_id``, if any."""
+    return _read_launch(_sidecar(logs, run_id))
+
+
 def launches(logs: Path, limit: int = 20) -> list[Launch]:
     """The latest process started for each run id, newest first."""
     if not logs.is_dir():
         return []
-    found = []
-    for path in logs.glob("*.json"):
-        try:
-            found.append(Launch(**json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError):
-            continue  # a half-written or foreign file: not ours to show
+    found = [item for item in map(_read_launch, logs.glob("*.json")) if item is not None]
     return sorted(found, key=lambda item: item.started, reverse=True)[:limit]
 
 
@@ -455,10 +480,91 @@ def cancel(progress: RunProgress | None, pending: Launch | None = None) -> int:
     return pid
 
 
+def _scenarios_folder(params: dict[str, Any], fallback: Path) -> Path:
+    stored = str(params.get("scenarios_path") or "")
+    folder = Path(stored) if stored and Path(stored).is_absolute() else None
+    return folder if folder is not None and folder.exists() else fallback
+
+
+def _matrix_sha256(
+    params: dict[str, Any], ids: set[str], library: dict[str, Any], max_tokens: int
+) -> str:
+    return Matrix(
+        models=list(params.get("models") or []),
+        scenarios={
+            sid: {
+                "version": library[sid].scenario.version,
+                "sha256": library[sid].sha256,
+                "category": library[sid].scenario.category,
+            }
+            for sid in sorted(ids)
+        },
+        arms=list(params.get("arms") or []),
+        runs=int(params.get("runs") or 0),
+        temperature=float(params.get("temperature") or 0.0),
+        max_tokens=max_tokens,
+        seed=params.get("seed"),
+        prompt_version=str(params.get("prompt_version") or PROMPT_VERSION),
+    ).sha256
+
+
+def _max_tokens_guesses() -> Iterator[int]:
+    """Likely values first; a few seconds of digests at most (~0.3 ms each)."""
+    common = [1024, 2048, 4096, 512, 8192, 256, 16384, 32768, 768, 1536, 3072, 128, 64]
+    rest = [n for n in range(1, 8193) if n not in common]
+    rest += [n for n in range(8193, 131_073) if n % 256 == 0 or n % 1000 == 0]
+    yield from common
+    yield from rest
+
+
+def recover_matrix(
+    progress: RunProgress, recorded: list[str], folder: Path
+) -> tuple[list[str], int]:
+    """The scenario ids and ``max_tokens`` of a stored run's matrix.
+
+    The stored parameters may lack both: the store's secret filter drops every
+    key that mentions a key, token, secret or password — ``max_tokens``, and
+    scenario ids such as ``reset-token-generator`` (keys of the ``scenarios``
+    object). What is missing is searched for — ids among the run's records and
+    the library's ids that mention such a word, ``max_tokens`` among likely
+    values first — and accepted only when it reproduces the run's matrix digest.
+    """
+    params = progress.params
+    known = set(params.get("scenarios") or {}) | set(recorded)
+    need = progress.n_scenarios - len(known)
+    stored_max = params.get("max_tokens")
+    if need <= 0 and stored_max is not None:
+        return sorted(known), int(stored_max)
+    try:
+        library = load_library(folder)
+    except ScenarioError:
+        library = {}
+    candidates = sorted(
+        sid
+        for sid in library
+        if sid not in known and any(word in sid.lower() for word in _SECRET_WORDS)
+    )
+    combos = list(itertools.islice(itertools.combinations(candidates, max(need, 0)), 1_000))
+    guesses = iter([int(stored_max)]) if stored_max is not None else _max_tokens_guesses()
+    if all(sid in library for sid in known):
+        for max_tokens in guesses:
+            for combo in combos:
+                ids = known | set(combo)
+                if _matrix_sha256(params, ids, library, max_tokens) == progress.matrix_sha256:
+                    return sorted(ids), max_tokens
+    raise LaunchError(
+        f"run {progress.run_id} was stored without some of its parameters (scenario ids or "
+        f"max_tokens), and they cannot be recovered from {folder} as it is now. Resume it from "
+        "a terminal with the command that started it (same arguments, same --run-id)."
+    )
+
+
 def spec_from_run(
     run_id: str,
     params: dict[str, Any],
     *,
+    scenario_ids: list[str],
+    max_tokens: int,
     scenarios_fallback: Path,
     retry_errors: bool = False,
 ) -> LaunchSpec:
@@ -467,26 +573,22 @@ def spec_from_run(
     The matrix must be identical for the runner to accept the run id again:
     the same models, scenario ids, arms, repetitions and sampling parameters.
     """
-    stored = str(params.get("scenarios_path") or "")
-    scenarios = Path(stored) if stored and Path(stored).is_absolute() else None
-    if scenarios is None or not scenarios.exists():
-        scenarios = scenarios_fallback
     models = params.get("models") or []
     if not models:
         raise LaunchError(f"run {run_id} stores no models; it cannot be resumed from here")
     seed = params.get("seed")
     return LaunchSpec(
-        scenarios=str(scenarios),
+        scenarios=str(_scenarios_folder(params, scenarios_fallback)),
         base_url=str(params.get("base_url") or ""),
         api_key_env=str(params.get("api_key_env") or ""),
         run_id=run_id,
         endpoint=params.get("endpoint"),
         models=tuple(models),
-        only=tuple(sorted(params.get("scenarios") or {})),
+        only=tuple(scenario_ids),
         arms=tuple(params.get("arms") or ARMS),
         runs=int(params.get("runs") or 1),
         temperature=float(params.get("temperature") or 0.0),
-        max_tokens=int(params.get("max_tokens") or DEFAULTS["max_tokens"]),
+        max_tokens=max_tokens,
         concurrency=int(params.get("concurrency") or DEFAULTS["concurrency"]),
         seed=None if seed is None else int(seed),
         timeout_s=float(params.get("timeout_s") or DEFAULTS["timeout_s"]),
@@ -495,21 +597,76 @@ def spec_from_run(
     )
 
 
-def resume(progress: RunProgress, *, db_url: str, logs: Path, scenarios_fallback: Path) -> Launch:
-    """Start the run again under its id: only cells without a successful record are sent."""
+def _again(
+    progress: RunProgress,
+    *,
+    db_url: str,
+    logs: Path,
+    scenarios_fallback: Path,
+    recorded: list[str],
+    retry: bool,
+) -> Launch:
+    """Start a stored run again with its own arguments: those the studio launched it with,
+    else (a run started from a terminal) those recovered from the store."""
     if progress.active:
         raise LaunchError(f"run {progress.run_id} is still running")
-    spec = spec_from_run(progress.run_id, progress.params, scenarios_fallback=scenarios_fallback)
-    return launch(spec, db_url=db_url, logs=logs, action="resume")
+    previous = launch_of(logs, progress.run_id)
+    spec = previous.launch_spec() if previous is not None else None
+    models = tuple(progress.params.get("models") or ())
+    if spec is not None and models:
+        # The models the run settled on (a launch without models probed the catalog).
+        spec = replace(spec, models=models, retry_errors=retry)
+    else:
+        folder = _scenarios_folder(progress.params, scenarios_fallback)
+        ids, max_tokens = recover_matrix(progress, recorded, folder)
+        spec = spec_from_run(
+            progress.run_id,
+            progress.params,
+            scenario_ids=ids,
+            max_tokens=max_tokens,
+            scenarios_fallback=scenarios_fallback,
+            retry_errors=retry,
+        )
+    return launch(spec, db_url=db_url, logs=logs, action="retry errors" if retry else "resume")
+
+
+def resume(
+    progress: RunProgress,
+    *,
+    db_url: str,
+    logs: Path,
+    scenarios_fallback: Path,
+    recorded: list[str],
+) -> Launch:
+    """Start the run again under its id: only cells without a successful record are sent.
+
+    ``recorded`` are the scenario ids the run has records for
+    (:func:`cvb_engine.monitor.recorded_scenarios`).
+    """
+    return _again(
+        progress,
+        db_url=db_url,
+        logs=logs,
+        scenarios_fallback=scenarios_fallback,
+        recorded=recorded,
+        retry=False,
+    )
 
 
 def retry_errors(
-    progress: RunProgress, *, db_url: str, logs: Path, scenarios_fallback: Path
+    progress: RunProgress,
+    *,
+    db_url: str,
+    logs: Path,
+    scenarios_fallback: Path,
+    recorded: list[str],
 ) -> Launch:
     """Send again only the cells stored as API errors (``--retry-errors``)."""
-    if progress.active:
-        raise LaunchError(f"run {progress.run_id} is still running")
-    spec = spec_from_run(
-        progress.run_id, progress.params, scenarios_fallback=scenarios_fallback, retry_errors=True
+    return _again(
+        progress,
+        db_url=db_url,
+        logs=logs,
+        scenarios_fallback=scenarios_fallback,
+        recorded=recorded,
+        retry=True,
     )
-    return launch(spec, db_url=db_url, logs=logs, action="retry errors")

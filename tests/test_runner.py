@@ -642,19 +642,29 @@ def test_kill_9_then_resume_sends_only_the_missing_cells(tmp_path: Path, valid_t
     assert lost <= concurrency, f"{lost} answered requests lost to kill -9, > {concurrency}"
 
 
-def test_kill_9_loses_at_most_the_requests_in_flight(tmp_path: Path, valid_text: str) -> None:
-    """runner.py: "a kill -9 loses at most the requests in flight" (DESIGN §6: every
-    finished request is committed at once). Answered but uncommitted requests are paid
-    for again on resume, so count them: answers served before the kill minus records."""
+def test_kill_9_loses_at_most_the_requests_in_flight_when_scoring_is_slow(
+    tmp_path: Path, valid_text: str
+) -> None:
+    """runner.py promises that "a kill -9 loses at most the requests in flight" (DESIGN §6:
+    every finished request is committed at once). Scoring runs in the writer thread, so
+    with checks that take time (an ``exec`` check runs in the sandbox, as IVR hidden tests
+    do) answers queue up before their commit. Answered but uncommitted requests are paid
+    for again on resume: count them (answers served before the kill minus records)."""
     scenarios = tmp_path / "scenarios"
-    write_scenarios(scenarios, valid_text, per_category=1)
-    concurrency = 16
+    write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
+    timeout_check = "        require: 'timeout\\s*='\n"
+    for path in scenarios.rglob("*.yaml"):
+        text = path.read_text(encoding="utf-8")
+        assert timeout_check in text
+        exec_check = '      - kind: exec\n        test: "assert True"\n'
+        path.write_text(text.replace(timeout_check, timeout_check + exec_check), encoding="utf-8")
+    concurrency = 4
     db = f"sqlite:///{tmp_path / 'cvb.db'}"
     log = tmp_path / "served.jsonl"
     with fake_process(tmp_path, "--models", "m-a,m-b", "--delay", "0.05", "--log", str(log)) as url:
         argv = ["run", "--models", "m-a,m-b", "--runs", "3", "--run-id", "k9"]
         argv += ["--concurrency", str(concurrency), *cli_args(url, scenarios, db)]
-        stored = launch_and_kill(tmp_path, argv, db, "k9", 40)
+        stored = launch_and_kill(tmp_path, argv, db, "k9", 3)
     answered = [e for e in served_log(log) if e["path"] == CHAT_PATH and e["outcome"] == "ok"]
     lost = len(answered) - len(stored)
     assert 0 <= lost <= concurrency, (

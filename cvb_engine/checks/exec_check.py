@@ -71,6 +71,8 @@ def run_exec(params: Params, subject: Subject) -> CheckResult:
     except (sandbox.SandboxError, OSError) as exc:
         # The machine, not the code: not cached, so a later retry can succeed.
         return CheckResult(passed=False, reason=f"sandbox unavailable: {exc}")
+    except Exception as exc:  # lint calls kinds directly: a sandbox bug must not stop it
+        return CheckResult(passed=False, reason=f"sandbox error: {type(exc).__name__}: {exc}")
     evidence: tuple[Span, ...] = ()
     if not result.passed and result.solution_line is not None:
         lines = subject.code.splitlines()

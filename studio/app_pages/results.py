@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import difflib
 import html
+import json
+from functools import partial
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,10 +23,11 @@ from sqlmodel import Session
 
 from cvb_engine import build_messages, load_file, messages_sha256
 from cvb_engine import queries as q
-from cvb_engine.metrics import IVRSummary, Rate
+from cvb_engine.metrics import IVRSummary, Rate, Summary
 from cvb_engine.report import fmt_gap, ivr_markdown, markdown, records_csv
 from cvb_engine.report_html import ARM_COLORS, html_report
 from cvb_engine.results import export_results
+from cvb_engine.store import session_scope
 from studio import state
 from studio.components import charts
 from studio.components.code_view import Mark, code_html
@@ -54,6 +57,7 @@ CSS = """<style>
 .cvb-pub{display:inline-block;font-size:11px;font-weight:700;letter-spacing:.05em;color:#fff;
   background:#57606a;border-radius:10px;padding:1px 9px;margin-right:6px;vertical-align:middle}
 .cvb-arm{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
+.cvb-code{font-size:12px}
 </style>"""
 
 ss = st.session_state
@@ -72,43 +76,37 @@ def runs_list(url: str) -> list[q.RunInfo]:
         return q.list_runs(session)
 
 
-def version_of(run_ids: Sequence[str]) -> tuple[int, int, str]:
+def version_of(run_ids: Sequence[str]) -> q.DataVersion:
     with _session() as session:
         return q.data_version(session, run_ids)
 
 
 @st.cache_data(**AGG_CACHE)
-def aggregates(url: str, run_ids: tuple[str, ...], version: tuple[int, int, str]) -> q.Aggregates:
+def aggregates(url: str, run_ids: tuple[str, ...], version: q.DataVersion) -> q.Aggregates:
     with _session() as session:
         return q.aggregates(session, run_ids)
 
 
 @st.cache_data(**AGG_CACHE)
 def ivr_results(
-    url: str, run_ids: tuple[str, ...], version: tuple[int, int, str]
+    url: str, run_ids: tuple[str, ...], version: q.DataVersion
 ) -> dict[tuple[str, str], IVRSummary]:
     with _session() as session:
         return q.ivr_results(session, run_ids)
 
 
 @st.cache_data(**AGG_CACHE)
-def cell_choices(url: str, run_id: str, version: tuple[int, int, str]) -> q.CellChoices:
+def cell_choices(url: str, run_id: str, version: q.DataVersion) -> q.CellChoices:
     with _session() as session:
         return q.cell_choices(session, run_id)
 
 
 @st.cache_data(**CELL_CACHE)
 def cell(
-    url: str, run_id: str, model: str, sid: str, rep: int, version: tuple[int, int, str]
+    url: str, run_id: str, model: str, sid: str, rep: int, version: q.DataVersion
 ) -> dict[str, q.CellRecord]:
     with _session() as session:
         return q.cell_records(session, run_id, model, sid, rep)
-
-
-@st.cache_data(max_entries=2, ttl=600, show_spinner=False)
-def run_export(url: str, run_id: str, version: tuple[int, int, str]) -> dict[str, Any]:
-    with _session() as session:
-        return export_results(session, run_id)
 
 
 @st.cache_data(max_entries=1, show_spinner=False)
@@ -131,6 +129,35 @@ def prompts_for(root: str, scenario_id: str) -> dict[str, Any] | None:
         messages = build_messages(loaded.scenario, arm)
         arms[arm] = {"messages": messages, "sha256": messages_sha256(messages)}
     return {"path": str(paths[0]), "sha256": loaded.sha256, "arms": arms}
+
+
+def _summary_and_ivr(
+    url: str, run_ids: tuple[str, ...]
+) -> tuple[Summary, dict[tuple[str, str], IVRSummary]]:
+    with session_scope(url) as session:
+        return q.aggregates(session, run_ids).summary, q.ivr_results(session, run_ids)
+
+
+def markdown_export(url: str, run_ids: tuple[str, ...], title: str, meta: dict[str, str]) -> str:
+    summary_, ivr_ = _summary_and_ivr(url, run_ids)
+    text = markdown(summary_, title=title, meta=meta)
+    return text + ("\n" + ivr_markdown(ivr_) if ivr_ else "") + "\n"
+
+
+def html_export(url: str, run_ids: tuple[str, ...], title: str, meta: dict[str, str]) -> str:
+    summary_, ivr_ = _summary_and_ivr(url, run_ids)
+    return html_report(summary_, title=title, meta=meta, ivr_results=ivr_)
+
+
+def json_export(url: str, run_id: str) -> str:
+    with session_scope(url) as session:
+        data = export_results(session, run_id)
+    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+
+
+def csv_export(url: str, run_id: str) -> str:
+    with session_scope(url) as session:
+        return records_csv(export_results(session, run_id)["records"])
 
 
 # --------------------------------------------------------------------------- formatting
@@ -196,8 +223,7 @@ version = version_of(run_ids)
 agg = aggregates(url, run_ids, version)
 summary = agg.summary
 ref = reference()
-with _session() as _s:
-    has_ivr = q.has_ivr(_s, run_ids)
+has_ivr = version.has_ivr
 
 infos = [by_id[r] for r in run_ids]
 c1, c2, c3, c4, c5 = st.columns(5)
@@ -283,9 +309,9 @@ if tabs[OVERVIEW].open:
                 r: dict[str, Any] = {"model": m}
                 for a in arms:
                     r[f"{a} per-constraint"] = value(summary.constraint.get((m, a)))
-                for a in arms:
-                    rate = summary.constraint.get((m, a))
-                    r[f"{a} pairs"] = f"{rate.k}/{rate.n}" if rate else "–"
+                r["pairs honored"] = " · ".join(
+                    f"{x.k}/{x.n}" if (x := summary.constraint.get((m, a))) else "–" for a in arms
+                )
                 crow.append(r)
             st.dataframe(
                 crow,
@@ -296,7 +322,10 @@ if tabs[OVERVIEW].open:
                     for a in arms
                 },
             )
-            st.caption("Honored (record, constraint) pairs / all pairs, IFEval-style.")
+            st.caption(
+                "Honored (record, constraint) pairs / all pairs, IFEval-style; "
+                f"pairs honored per arm in the order {', '.join(arms)}."
+            )
 
         if published is not None:
             st.subheader("Published reference figures")
@@ -470,12 +499,14 @@ def badges_html(record: q.CellRecord) -> str:
 
 
 def marks_of(record: q.CellRecord, scope: str) -> list[Mark]:
+    text = record.code if scope == "code" else record.response
     return [
         Mark(line, col_, length, ch.label(c.constraint_id), ch.reason, not ch.passed)
         for c in record.constraints
         for ch in c.checks
         if ch.scope == scope
-        for line, col_, length in ch.evidence
+        for span in ch.evidence
+        for line, col_, length in q.split_span(text, *span)
     ]
 
 
@@ -700,78 +731,61 @@ if tabs[EXPORTS].open:
     with tabs[EXPORTS]:
         st.markdown(
             "Markdown and HTML cover the selected run(s); the results file (JSON) and the CSV "
-            "of records are written per run."
+            "of records are written per run. Each file is built when its button is clicked."
         )
         export_run = run_ids[0]
         if len(run_ids) > 1:
             export_run = st.selectbox("Run for JSON and CSV", run_ids, key="results_export_run")
-        ready_key = (run_ids, version, export_run)
-        if st.button("Prepare export files", key="results_export_prepare", type="primary"):
-            ss["results_export_ready"] = ready_key
-        if ss.get("results_export_ready") != ready_key:
-            st.caption(
-                "The files are built on demand: the JSON and CSV hold every response text, "
-                "which the charts never load."
-            )
-        else:
-            with st.spinner("Building the export files…"):
-                title = f"CVB results: {', '.join(run_ids)}"
-                prompt_versions = sorted({by_id[r].prompt_version for r in run_ids})
-                meta = {"run": ", ".join(run_ids), "prompt version": ", ".join(prompt_versions)}
-                results = ivr_results(url, run_ids, version)
-                md = markdown(summary, title=title, meta=meta)
-                if results:
-                    md += "\n" + ivr_markdown(results)
-                report = html_report(
-                    summary, title=title, meta=meta, ivr_results=results, reference=ref
-                )
-                data = run_export(url, export_run, version_of((export_run,)))
-                import json
-
-                json_text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
-                csv_text = records_csv(data["records"])
-            stem = (
-                "-".join(run_ids) if len(run_ids) <= 3 else f"{run_ids[0]}-and-{len(run_ids) - 1}"
-            )
-            e1, e2, e3, e4 = st.columns(4)
-            e1.download_button(
-                "Markdown report",
-                md + "\n",
-                file_name=f"{stem}.md",
-                mime="text/markdown",
-                key="results_dl_md",
-                icon=":material/description:",
-                on_click="ignore",
-            )
-            e2.download_button(
-                "Results file (JSON)",
-                json_text,
-                file_name=f"{export_run}.json",
-                mime="application/json",
-                key="results_dl_json",
-                icon=":material/data_object:",
-                on_click="ignore",
-            )
-            e3.download_button(
-                "Records (CSV)",
-                csv_text,
-                file_name=f"{export_run}.csv",
-                mime="text/csv",
-                key="results_dl_csv",
-                icon=":material/table:",
-                on_click="ignore",
-            )
-            e4.download_button(
-                "HTML report",
-                report,
-                file_name=f"{stem}.html",
-                mime="text/html",
-                key="results_dl_html",
-                icon=":material/web:",
-                on_click="ignore",
-            )
-            st.caption(
-                f"JSON: {len(data['records']):,} records of {export_run} (cvb-results/1, what "
-                "`cvb report FILE.json` reads back). HTML: one self-contained file with inline "
-                "SVG charts, no script; opens in any browser."
-            )
+        prompt_versions = sorted({by_id[r].prompt_version for r in run_ids})
+        meta = {"run": ", ".join(run_ids), "prompt version": ", ".join(prompt_versions)}
+        title = f"CVB results: {', '.join(run_ids)}"
+        stem = "-".join(run_ids) if len(run_ids) <= 3 else f"{run_ids[0]}-and-{len(run_ids) - 1}"
+        e1, e2, e3, e4 = st.columns(4)
+        e1.download_button(
+            "Markdown report",
+            partial(markdown_export, url, run_ids, title, meta),
+            file_name=f"{stem}.md",
+            mime="text/markdown",
+            key="results_dl_md",
+            icon=":material/description:",
+            on_click="ignore",
+            width="stretch",
+        )
+        e2.download_button(
+            "Results file (JSON)",
+            partial(json_export, url, export_run),
+            file_name=f"{export_run}.json",
+            mime="application/json",
+            key="results_dl_json",
+            icon=":material/data_object:",
+            on_click="ignore",
+            width="stretch",
+        )
+        e3.download_button(
+            "Records (CSV)",
+            partial(csv_export, url, export_run),
+            file_name=f"{export_run}.csv",
+            mime="text/csv",
+            key="results_dl_csv",
+            icon=":material/table:",
+            on_click="ignore",
+            width="stretch",
+        )
+        e4.download_button(
+            "HTML report",
+            partial(html_export, url, run_ids, title, meta),
+            file_name=f"{stem}.html",
+            mime="text/html",
+            key="results_dl_html",
+            icon=":material/web:",
+            on_click="ignore",
+            width="stretch",
+        )
+        st.caption(
+            f"**Markdown**: the tables of `cvb report` (strict accuracy with the gap and its CI, "
+            "per-constraint accuracy, counts, by category). **JSON**: every record of "
+            f"{export_run} with its verdicts and evidence (`cvb-results/1`, what "
+            "`cvb report FILE.json` reads back). **CSV**: one row per record. **HTML**: one "
+            "self-contained file with inline SVG charts and the published reference figures, "
+            "no script; it opens in any browser."
+        )

@@ -69,11 +69,7 @@ def library_stamps(folder: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
-def flash(kind: str, text: str) -> None:
-    ss.run_flash = (kind, text)
-
-
-def show_flash(key: str = "run_flash") -> None:
+def show_flash(key: str) -> None:
     message = ss.pop(key, None)
     if message:
         getattr(st, message[0])(message[1])
@@ -200,21 +196,22 @@ def launch_run(run_id: str) -> None:
     try:
         started = launcher.launch(current_spec(run_id), db_url=db_url, logs=logs)
     except launcher.LaunchError as exc:
-        flash("error", f"Not launched: {exc}")
+        ss.run_launch_flash = ("error", f"Not launched: {exc}")
         return
     ss.run_id_input = ""
     ss.pop("run_auto_id", None)  # the next launch gets a fresh automatic id
-    flash(
+    ss.run_launch_flash = (
         "success",
         f"Started run **{started.run_id}** in the background (process {started.pid}). It keeps "
-        "going if you reload this page or close the browser; follow it under **3 · Runs**.",
+        "going if you reload this page or close the browser; its progress shows below.",
     )
 
 
 def control(action: str, run_id: str) -> None:
     with Session(state.engine()) as session:
         progress = mon.run_progress(session, run_id)
-    pending = next((item for item in launcher.launches(logs) if item.run_id == run_id), None)
+        recorded = mon.recorded_scenarios(session, run_id)
+    pending = launcher.launch_of(logs, run_id)
     try:
         if action == "cancel":
             pid = launcher.cancel(progress, pending)
@@ -224,10 +221,14 @@ def control(action: str, run_id: str) -> None:
         elif progress is None:
             raise launcher.LaunchError(f"run {run_id} is not in the store")
         elif action == "resume":
-            launcher.resume(progress, db_url=db_url, logs=logs, scenarios_fallback=root)
+            launcher.resume(
+                progress, db_url=db_url, logs=logs, scenarios_fallback=root, recorded=recorded
+            )
             text = f"Resuming run **{run_id}**: only its {progress.missing} missing cells are sent."
         else:
-            launcher.retry_errors(progress, db_url=db_url, logs=logs, scenarios_fallback=root)
+            launcher.retry_errors(
+                progress, db_url=db_url, logs=logs, scenarios_fallback=root, recorded=recorded
+            )
             text = f"Retrying the {progress.errors} errored cells of run **{run_id}**."
     except launcher.LaunchError as exc:
         ss.run_live_flash = ("error", str(exc))
@@ -239,6 +240,25 @@ def dismiss(run_id: str) -> None:
     launcher.forget(logs, run_id)
 
 
+def live_state() -> tuple[list[mon.RunProgress], dict[str, mon.RunProgress], list[launcher.Launch]]:
+    """The runs to show, every run the studio launched lately, and those launches."""
+    recent = launcher.launches(logs)
+    with Session(state.engine()) as session:
+        shown = mon.list_progress(session, limit=MAX_RUNS)
+        ids = {p.run_id for p in shown}
+        launched = mon.list_progress(
+            session, run_ids=[item.run_id for item in recent if item.run_id not in ids]
+        )
+    return shown, {p.run_id: p for p in [*shown, *launched]}, recent
+
+
+def active_ids(
+    shown: list[mon.RunProgress], known: dict[str, mon.RunProgress], recent: list[launcher.Launch]
+) -> list[str]:
+    starting = launcher.starting(recent, known)
+    return sorted({p.run_id for p in shown if p.active} | {item.run_id for item in starting})
+
+
 # --------------------------------------------------------------------------- page
 
 st.title("Run the benchmark")
@@ -248,7 +268,14 @@ st.caption(
     "this page or closing the browser does not stop it, and runs started from a terminal show "
     "up here too."
 )
-show_flash()
+live_now = active_ids(*live_state())
+if live_now:
+    st.info(
+        f"{len(live_now)} run{'s' if len(live_now) > 1 else ''} in progress: "
+        + ", ".join(f"**{rid}**" for rid in live_now)
+        + " · [watch below](#runs)",
+        icon=":material/autorenew:",
+    )
 
 # 1 · Endpoint ----------------------------------------------------------------------------
 st.subheader("1 · Endpoint")
@@ -297,8 +324,8 @@ elif probe is not None:
             [
                 {
                     "default model (in order of preference)": model,
-                    "available": "✅ yes" if ok else "✗ no",
-                    "picked by default": "●" if model in probe.default_models else "",
+                    "offered here": "yes" if ok else "no",
+                    "chosen by default": "yes" if model in probe.default_models else "",
                 }
                 for model, ok in probe.preferred
             ]
@@ -476,6 +503,7 @@ st.button(
     on_click=launch_run,
     args=(run_id,),
 )
+show_flash("run_launch_flash")
 
 
 # 3 · Runs -------------------------------------------------------------------------------
@@ -510,10 +538,9 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
         endpoint_name = p.params.get("endpoint") or p.params.get("base_url") or "?"
         head.markdown(f"**{p.run_id}** · {endpoint_name} · " + ", ".join(p.models))
         badge.badge(label, color=color, icon=icon)
-        scen = len(p.params.get("scenarios") or {})
         where = f" · on {p.host}" + (f" (pid {p.pid})" if p.pid else "") if p.host else ""
         st.caption(
-            f"started {p.created:%Y-%m-%d %H:%M} UTC · {scen} scenarios × {len(p.arms)} arms × "
+            f"started {p.created:%Y-%m-%d %H:%M} UTC · {p.n_scenarios} scenarios × {len(p.arms)} arms × "
             f"{p.params.get('runs', '?')} repetitions × {len(p.models)} models · temperature "
             f"{p.params.get('temperature', '?')}{where}" + (f" · note: {p.note}" if p.note else "")
         )
@@ -541,10 +568,10 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
                 f"Starting ({launch.action}, process {launch.pid})…",
                 icon=":material/hourglass_top:",
             )
-        buttons = st.columns(4)
+        buttons = st.container(horizontal=True)
         busy = launch is not None and is_starting  # a process on its way to this run
         if p.active or busy:
-            buttons[0].button(
+            buttons.button(
                 "Cancel",
                 key=f"run_cancel_{p.run_id}",
                 icon=":material/stop_circle:",
@@ -553,7 +580,7 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
                 help="Stops the process (SIGTERM); every finished cell stays stored.",
             )
         if p.resumable and not busy:
-            buttons[1].button(
+            buttons.button(
                 f"Resume ({p.missing} missing)",
                 key=f"run_resume_{p.run_id}",
                 icon=":material/play_arrow:",
@@ -563,7 +590,7 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
                 "successful answer are sent.",
             )
         if p.retryable and not busy:
-            buttons[2].button(
+            buttons.button(
                 f"Retry {p.errors} errors",
                 key=f"run_retry_{p.run_id}",
                 icon=":material/replay:",
@@ -596,26 +623,9 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
             )
         if launch is not None and Path(launch.log).exists():
             with st.expander("Log (last lines)", expanded=p.state == "failed"):
-                st.code(launcher.log_tail(launch.log) or "(empty)", language="text")
-
-
-def live_state() -> tuple[list[mon.RunProgress], dict[str, mon.RunProgress], list[launcher.Launch]]:
-    """The runs to show, every run the studio launched lately, and those launches."""
-    recent = launcher.launches(logs)
-    with Session(state.engine()) as session:
-        shown = mon.list_progress(session, limit=MAX_RUNS)
-        ids = {p.run_id for p in shown}
-        launched = mon.list_progress(
-            session, run_ids=[item.run_id for item in recent if item.run_id not in ids]
-        )
-    return shown, {p.run_id: p for p in [*shown, *launched]}, recent
-
-
-def active_ids(
-    shown: list[mon.RunProgress], known: dict[str, mon.RunProgress], recent: list[launcher.Launch]
-) -> list[str]:
-    starting = launcher.starting(recent, known)
-    return sorted({p.run_id for p in shown if p.active} | {item.run_id for item in starting})
+                st.code(
+                    launcher.log_tail(launch.log) or "(empty)", language="text", wrap_lines=True
+                )
 
 
 def live_runs() -> None:
@@ -648,7 +658,7 @@ def live_runs() -> None:
                 "The end of its log says why:",
                 icon=":material/error:",
             )
-            st.code(launcher.log_tail(item.log) or "(empty log)", language="text")
+            st.code(launcher.log_tail(item.log) or "(empty log)", language="text", wrap_lines=True)
             st.button(
                 "Dismiss",
                 key=f"run_dismiss_{item.run_id}",
@@ -664,12 +674,12 @@ def live_runs() -> None:
         st.caption(f"The {MAX_RUNS} most recent runs are shown; the Results page has every run.")
 
 
-st.subheader("3 · Runs")
+st.subheader("3 · Runs", anchor="runs")
 st.caption(
     f"Live from the store: refreshes every {REFRESH_S:.0f} s while a run is active, "
     "including runs started with `cvb run` in a terminal."
 )
-ss.run_active = active_ids(*live_state())
+ss.run_active = live_now
 ss.run_in_fragment = False
 live_runs_panel = st.fragment(live_runs, run_every=REFRESH_S if ss.run_active else None)
 live_runs_panel()

@@ -131,6 +131,10 @@ def published_accuracy(published: PublishedCVB) -> go.Figure:
     _layout(fig, title=f"{published.label}, {published.dates}", y_title="strict accuracy")
     fig.update_yaxes(range=[0, 1.12], tickformat=".1f")
     fig.update_xaxes(tickangle=0, tickfont={"size": 10})
+    fig.update_layout(
+        legend={"orientation": "h", "y": -0.18, "yanchor": "top", "x": 0.5, "xanchor": "center"},
+        margin={"b": 84},
+    )
     return fig
 
 
@@ -181,6 +185,15 @@ def gap_with_ci(
             "<b>%{x}</b><br>gap %{y:+.3f}<br>95% CI [%{customdata[0]:+.3f}, %{customdata[1]:+.3f}]"
             "<br>%{customdata[2]} scenarios resampled<extra></extra>"
         ),
+    )
+    fig.add_scatter(
+        name="gap point",
+        x=models,
+        y=values,
+        mode="markers",
+        marker={"symbol": "line-ew", "size": 22, "line": {"width": 3, "color": "#1f2328"}},
+        hoverinfo="skip",
+        showlegend=False,
     )
     if published is not None:
         xs = [m for m in models if m in published.gap]
@@ -247,28 +260,35 @@ def category_heatmap(
     cats = [c for c in summary.categories if not categories or c in categories]
     z: list[list[float | None]] = []
     text: list[list[str]] = []
+    hover: list[list[str]] = []
     for m in models:
         row_z: list[float | None] = []
         row_t: list[str] = []
+        row_h: list[str] = []
         for c in cats:
             if which == "gap":
                 g = summary.category_gap.get((m, c))
                 v = g.value if g is not None else None
                 row_z.append(v)
-                row_t.append(
-                    "–"
-                    if v is None or g is None
-                    else f"{v:+.2f}<br>[{g.low:+.2f}, {g.high:+.2f}]"
-                    if g.low is not None and g.high is not None
-                    else f"{v:+.2f}"
+                row_t.append("–" if v is None else f"{v:+.2f}")
+                row_h.append(
+                    f"gap {v:+.3f}, 95% CI [{g.low:+.3f}, {g.high:+.3f}], {g.n_units} scenarios"
+                    if g is not None and v is not None and g.low is not None and g.high is not None
+                    else "no gap"
                 )
             else:
                 r = summary.by_category.get((m, which, c))
                 v = r.value if r is not None else None
                 row_z.append(v)
                 row_t.append("–" if v is None or r is None else f"{v:.2f}<br>{r.k}/{r.n}")
+                row_h.append(
+                    "no scored record"
+                    if v is None or r is None
+                    else f"strict accuracy {v:.3f}: {r.k} of {r.n} scored, {r.errors} errors"
+                )
         z.append(row_z)
         text.append(row_t)
+        hover.append(row_h)
     if which == "gap":
         scale: list[list[float | str]] = [[0, "#0969da"], [0.5, "#f6f8fa"], [1, GAP_COLOR]]
         zmin, zmax, title, bar = -1.0, 1.0, "Gap (mandated − incentivized) by category", "gap"
@@ -278,9 +298,10 @@ def category_heatmap(
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=cats,
+            x=[c.replace("-", "-<br>", 1) for c in cats],
             y=models,
             text=text,
+            customdata=hover,
             texttemplate="%{text}",
             textfont={"size": 11},
             zmin=zmin,
@@ -289,7 +310,7 @@ def category_heatmap(
             colorbar={"title": {"text": bar}, "thickness": 12},
             xgap=2,
             ygap=2,
-            hovertemplate="<b>%{y}</b> · %{x}<br>%{text}<extra></extra>",
+            hovertemplate="<b>%{y}</b><br>%{customdata}<extra></extra>",
         )
     )
     height = max(220, 90 + 56 * len(models))

@@ -376,40 +376,42 @@ def test_compare_runs_shows_per_model_deltas(store: Filled) -> None:
     at = start(run_ids=(RUN_ID, RUN_ID_B), view="Compare runs")
     deltas = table(at, "model", "Δ")
     row = deltas[(deltas["model"] == "m-b") & (deltas["arm"] == "incentivized")].iloc[0]
-    assert row["Δ"] == pytest.approx(4 / 14 - 6 / 14 + 2 / 7 + (6 / 14 - 4 / 14), abs=0.2)
-    assert row["B"] > row["A"]
+    assert (row["A"], row["B"]) == (pytest.approx(6 / 14), pytest.approx(10 / 14))
+    assert row["Δ"] == pytest.approx(4 / 14)
+    gap = deltas[(deltas["model"] == "m-b") & (deltas["arm"] == "gap")].iloc[0]
+    assert gap["Δ"] == pytest.approx(-4 / 14)
+    assert any(f["layout"]["title"]["text"].startswith(RUN_ID_B) for f in figures(at))
 
 
-def test_exports_produce_valid_files(store: Filled, capsys: pytest.CaptureFixture[str]) -> None:
+def test_exports_produce_valid_files(
+    store: Filled, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each download button builds its file on click (a deferred callable): call them here."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    deferred: dict[str, Any] = {}
+    original = MediaFileManager.add_deferred
+
+    def capture(self: Any, data_callable: Any, mimetype: Any, coordinates: str, **kw: Any) -> str:
+        deferred[kw.get("file_name") or coordinates] = data_callable
+        return original(self, data_callable, mimetype, coordinates, **kw)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", capture)
     at = start(view="Exports")
-    at.button(key="results_export_prepare").click()
-    run(at)
-    downloads = {d.proto.label: d for d in at.get("download_button")}
-    assert set(downloads) >= {
-        "Markdown report",
-        "Results file (JSON)",
-        "Records (CSV)",
-        "HTML report",
-    }
+    labels = [d.proto.label for d in at.get("download_button")]
+    assert labels == ["Markdown report", "Results file (JSON)", "Records (CSV)", "HTML report"]
+    files = {name: fn() for name, fn in deferred.items()}
+    assert set(files) == {f"{RUN_ID}.md", f"{RUN_ID}.json", f"{RUN_ID}.csv", f"{RUN_ID}.html"}
+
     md = report_markdown(store.db_url, RUN_ID, capsys)
-    files = {label: _download(at, d) for label, d in downloads.items()}
-    assert md_table(md, "Strict accuracy")[1] in md_table(
-        files["Markdown report"], "Strict accuracy"
-    )
-    data = json.loads(files["Results file (JSON)"])
-    assert data["format"] == "cvb-results/1" and len(data["records"]) == 84
-    rows = list(csv.DictReader(io.StringIO(files["Records (CSV)"])))
+    for heading in ("Strict accuracy", "Per-constraint accuracy", "Counts (scored records"):
+        assert md_table(files[f"{RUN_ID}.md"], heading) == md_table(md, heading), heading
+    data = json.loads(files[f"{RUN_ID}.json"])
+    assert data["format"] == "cvb-results/1" and data["run"]["id"] == RUN_ID
+    assert len(data["records"]) == 84
+    rows = list(csv.DictReader(io.StringIO(files[f"{RUN_ID}.csv"])))
     assert len(rows) == 84 and sum(r["status"] == "error" for r in rows) == 1
-    page = files["HTML report"]
-    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
-    assert "<svg" in page and "PUBLISHED" in page
-
-
-def _download(at: AppTest, element: Any) -> str:
-    """The bytes a download button serves, fetched from Streamlit's media file manager."""
-    from streamlit.runtime import Runtime
-
-    url = element.proto.url
-    file_id = re.sub(r"^.*/", "", url).split(".")[0]
-    storage = Runtime.instance().media_file_mgr._storage  # type: ignore[attr-defined]
-    return bytes(storage.get_file(file_id).content).decode("utf-8")
+    page = files[f"{RUN_ID}.html"]
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page.lower()
+    assert page.count("<svg") >= 3 and "PUBLISHED" in page
+    assert "+0.571 [+0.143, +0.857]" in page  # the gap and its CI, as in cvb report

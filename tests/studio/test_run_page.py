@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -312,10 +313,10 @@ def test_probe_dry_run_launch_watch_and_retry_errors(studio: Path) -> None:
         # Probe: the catalog, the preference list marked, the default models chosen.
         click(at, "run_probe_button")
         assert "lists 3 models" in texts(at) and "Default models available: 2 of 5" in texts(at)
-        marks = table_with(at, "available")
-        assert marks.loc[M1, "available"].endswith("yes")
-        assert marks.loc[M2, "available"].endswith("yes")
-        assert marks.loc["llama-3.3-70b-versatile", "available"].endswith("no")
+        marks = table_with(at, "offered here")
+        assert marks.loc[M1].to_dict() == {"offered here": "yes", "chosen by default": "yes"}
+        assert marks.loc[M2].to_dict() == {"offered here": "yes", "chosen by default": "yes"}
+        assert marks.loc["llama-3.3-70b-versatile", "offered here"] == "no"
         assert at.multiselect(key="run_models").value == [M1, M2]
 
         # Dry run: the matrix and the number of calls, before anything is sent.
@@ -374,7 +375,13 @@ def test_probe_dry_run_launch_watch_and_retry_errors(studio: Path) -> None:
     assert_no_key_anywhere(studio)
 
 
-def test_cancel_a_slow_run_midway_and_resume_it(
+def launched_id(at: AppTest) -> str:
+    found = re.search(r"Started run \*\*([^*]+)\*\*", texts(at))
+    assert found, texts(at)
+    return found.group(1)
+
+
+def test_two_runs_at_once_cancel_one_midway_and_resume_it(
     studio: Path, fake_process: tuple[str, Path]
 ) -> None:
     base_url, served = fake_process
@@ -390,20 +397,17 @@ def test_cancel_a_slow_run_midway_and_resume_it(
     at.number_input(key="run_concurrency").set_value(1)
     run(at)
     assert "#### 6 calls" in texts(at)
-    click(at, "run_launch")
+    # Two background runs of the same matrix, each under its own id.
+    rid = launched_id(click(at, "run_launch"))
+    other = launched_id(click(at, "run_launch"))
+    assert rid != other
 
     def midway(a: AppTest) -> bool:
-        rows = stored_cells(studio, rid_of(a)) if rid_of(a) else []
-        return run_state(a, rid_of(a) or "") == "running" and 2 <= len(rows) < 6
+        both = run_state(a, rid) == run_state(a, other) == "running"
+        return both and 2 <= len(stored_cells(studio, rid)) < 6
 
-    def rid_of(a: AppTest) -> str | None:
-        with Session(get_engine(db(studio))) as session:
-            found = session.exec(select(Run)).first()
-            return found.id if found else None
-
-    poll(at, midway, "the run to be midway")
-    rid = only_run_id(studio)
-    assert rid in at.session_state["run_active"]  # the panel refreshes itself meanwhile
+    poll(at, midway, "both runs to be going, the first one midway")
+    assert set(at.session_state["run_active"]) == {rid, other}  # the panel refreshes itself
     assert at.button(key=f"run_cancel_{rid}").label == "Cancel"
     click(at, f"run_cancel_{rid}")
     assert f"Asked run **{rid}** to stop" in texts(at)
@@ -412,6 +416,7 @@ def test_cancel_a_slow_run_midway_and_resume_it(
     assert 2 <= len(kept) < 6, kept
     missing = 6 - len(kept)
     assert at.button(key=f"run_resume_{rid}").label == f"Resume ({missing} missing)"
+    poll(at, lambda a: run_state(a, other) == "finished", "the other run to finish")
     assert at.session_state["run_active"] == []  # nothing active: no refresh timer
 
     click(at, f"run_resume_{rid}")
@@ -419,16 +424,18 @@ def test_cancel_a_slow_run_midway_and_resume_it(
     poll(at, lambda a: run_state(a, rid) == "finished", "the resumed run to finish")
     assert "6 / 6 cells (100%) · 6 ok · 0 errors" in progress_text(at)
 
-    cells = stored_cells(studio, rid)
-    assert sorted(Counter(c[:4] for c in cells).values()) == [1] * 6  # no cell twice
-    # Cells finished before the cancel were not sent again by the resume.
+    for run_id in (rid, other):
+        cells = stored_cells(studio, run_id)
+        assert sorted(Counter(c[:4] for c in cells).values()) == [1] * 6  # no cell twice
+    # Cells finished before the cancel were not sent again by the resume: each was
+    # asked once by each run.
     requests = Counter(
         (e["model"], e["messages_sha256"])
         for e in map(json.loads, served.read_text().splitlines())
         if e["path"].endswith("/chat/completions")
     )
     for model, sid, arm, _rep, _status in kept:
-        assert requests[request_of(studio / "scenarios", model, sid, arm)] == 1, (sid, arm)
+        assert requests[request_of(studio / "scenarios", model, sid, arm)] == 2, (sid, arm)
     log = (studio / "logs" / f"{rid}.log").read_text()
     assert "== launch at" in log and "== resume at" in log
     assert_no_key_anywhere(studio)
@@ -436,6 +443,13 @@ def test_cancel_a_slow_run_midway_and_resume_it(
 
 def test_a_died_run_is_shown_as_died_and_resumes(studio: Path) -> None:
     scenarios = studio / "scenarios"
+    # A scenario id and a parameter the store's secret filter drops from the run's
+    # parameters ("token" in reset-token-generator and max_tokens): resuming a run
+    # started outside the studio must still send its exact matrix.
+    shutil.copy(
+        REPO / "scenarios" / "security" / "reset-token-generator.yaml",
+        scenarios / "security" / "reset-token-generator.yaml",
+    )
     with FakeOpenAI(["m-x"], reply=sample_replies(scenarios)) as server:
         opts = RunOptions(
             scenarios=str(scenarios),
@@ -445,39 +459,41 @@ def test_a_died_run_is_shown_as_died_and_resumes(studio: Path) -> None:
             api_key_env=KEY_VAR,
             run_id="crashed",
             db=db(studio),
+            max_tokens=700,
         )
         asyncio.run(BenchmarkRun(opts).execute())
-        # Make it look like a process killed mid-run: two cells missing, status still
-        # "running", the pid of a process that is gone.
+        # Make it look like a process killed mid-run: the cells of one scenario missing,
+        # the status still "running", the pid that of a process that is gone.
         gone = subprocess.Popen([sys.executable, "-c", "pass"])
         gone.wait()
         with Session(get_engine(db(studio))) as session:
-            ids = [
-                r.id
-                for r in session.exec(
-                    select(Record).where(Record.run_id == "crashed").order_by(col(Record.id))
-                ).all()
-            ][-2:]
+            run_ = session.get(Run, "crashed")
+            assert run_ is not None and "reset-token-generator" not in run_.params["scenarios"]
+            assert "max_tokens" not in run_.params
+            ids = session.exec(
+                select(Record.id).where(
+                    Record.run_id == "crashed", Record.scenario_id == "reset-token-generator"
+                )
+            ).all()
             session.exec(delete(CheckOutcome).where(col(CheckOutcome.record_id).in_(ids)))
             session.exec(delete(ConstraintResult).where(col(ConstraintResult.record_id).in_(ids)))
             session.exec(delete(Record).where(col(Record.id).in_(ids)))
-            run_ = session.get(Run, "crashed")
-            assert run_ is not None
             run_.status, run_.pid, run_.host = "running", gone.pid, monitor.this_host()
             run_.updated = datetime.now(UTC) - timedelta(minutes=1)
             session.add(run_)
             session.commit()
-        assert chats(server) == 6
+        assert chats(server) == 9 and len(ids) == 3
 
         at = open_page()
         assert run_state(at, "crashed") == "died"
         assert f"process {gone.pid}" in texts(at) and "is gone" in texts(at)
-        assert "4 / 6 cells (67%)" in progress_text(at)
-        assert at.button(key="run_resume_crashed").label == "Resume (2 missing)"
+        assert "3 scenarios × 3 arms × 1 repetitions × 1 models" in texts(at)
+        assert "6 / 9 cells (67%)" in progress_text(at)
+        assert at.button(key="run_resume_crashed").label == "Resume (3 missing)"
         assert not [b for b in at.button if b.key == "run_cancel_crashed"]
         click(at, "run_resume_crashed")
         poll(at, lambda a: run_state(a, "crashed") == "finished", "the resumed run to finish")
-        assert "6 / 6 cells (100%) · 6 ok · 0 errors" in progress_text(at)
-        assert chats(server) == 8  # only the two missing cells were sent
-    assert len(stored_cells(studio, "crashed")) == 6
+        assert "9 / 9 cells (100%) · 9 ok · 0 errors" in progress_text(at)
+        assert chats(server) == 12  # only the three missing cells were sent
+    assert len(stored_cells(studio, "crashed")) == 9
     assert_no_key_anywhere(studio)

@@ -1,0 +1,183 @@
+"""The Results page in a real browser: ``cvb studio`` driven by Playwright through Debian's chromium.
+
+The store is filled by a real run against the loopback fake endpoint
+(``fill_store`` in ``test_results_page.py``). Setup: ``CVB_SETUP_BROWSER=1
+scripts/setup.sh`` installs ``chromium`` and ``playwright``; without them the
+test is skipped with the reason. Screenshots go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_results_page import RUN_ID, Filled, fill_store
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+STARTUP_S = 60
+UI_TIMEOUT_MS = 45_000
+VIEWPORT = {"width": 1440, "height": 1900}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"cvb studio exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"cvb studio did not answer within {STARTUP_S} s:\n{log.read_text()}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the studio and the Streamlit process it started (its own process group)."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def studio(tmp_path: Path) -> Iterator[tuple[str, Filled]]:
+    """``cvb studio`` on a free port over a store filled by a real run; yields its URL."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found (CVB_SETUP_BROWSER=1 scripts/setup.sh installs it)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    filled = fill_store(tmp_path, two_runs=True)
+    port = free_port()
+    cvb = shutil.which("cvb")
+    command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]
+    command += ["studio", "--port", str(port), "--scenarios", str(filled.scenarios)]
+    env = {**os.environ, "CVB_DATABASE_URL": filled.db_url}
+    log = tmp_path / "studio.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc, log)
+        yield url, filled
+    finally:
+        stop(proc)
+
+
+def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    url, _ = studio
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            page = browser.new_page(viewport=VIEWPORT, accept_downloads=True)
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            page.goto(f"{url}/results")
+
+            # Overview: the newest run is picked; the charts draw their bars.
+            page.get_by_role("heading", name="Results").first.wait_for()
+            expect(page.get_by_role("tab", name="Overview")).to_have_attribute(
+                "aria-selected", "true"
+            )
+            page.locator(".st-key-results_runs").click()
+            page.keyboard.type(RUN_ID)
+            page.keyboard.press("Enter")
+            page.keyboard.press("Escape")
+            for fig in ("arms", "gap", "published", "constraint"):
+                page.wait_for_selector(
+                    f".st-key-results_fig_{fig} .js-plotly-plot .bars path", state="attached"
+                )
+            # 2 models x 3 arms, drawn (a zero-height bar is a path too)
+            assert page.locator(".st-key-results_fig_arms .bars path").count() == 6
+            page.wait_for_selector('[data-testid="stDataFrame"] canvas')
+            expect(page.get_by_text("PUBLISHED", exact=True)).to_be_visible()
+            time.sleep(1.5)  # dataframes draw on their canvas a moment after the text
+            page.screenshot(path=str(ARTIFACTS / "results-overview.png"))
+
+            # Breakdowns: heatmaps per arm and for the gap.
+            page.get_by_role("tab", name="Breakdowns").click()
+            page.wait_for_selector(".st-key-results_fig_heat_gap .js-plotly-plot .hm")
+            expect(page.get_by_text("Honored only when ordered")).to_be_visible()
+            time.sleep(1.5)
+            page.screenshot(path=str(ARTIFACTS / "results-breakdowns.png"))
+
+            # Side by side: one scenario, three arms, the violation marked and named.
+            page.get_by_role("tab", name="Side by side").click()
+            page.locator(".st-key-results_sbs_scenario").click()
+            page.keyboard.type("security-1")
+            page.keyboard.press("Enter")
+            page.locator(".st-key-results_sbs_model").click()
+            page.keyboard.type("m-b")
+            page.keyboard.press("Enter")
+            for arm in ("cold", "mandated", "incentivized"):
+                expect(page.get_by_role("heading", name=arm, exact=True)).to_be_visible()
+            label = page.locator('[data-check="httpx-not-requests/regex-0"]').first
+            expect(label).to_be_visible()
+            expect(page.locator("mark.v").first).to_be_visible()
+            expect(page.locator('[data-constraint="timeout-set"]').first).to_contain_text(
+                "violated"
+            )
+            page.get_by_text("Prompts each arm received").click()
+            expect(page.get_by_text("experienced Python developer").first).to_be_visible()
+            page.get_by_text("Prompts each arm received").click()
+            time.sleep(1)
+            page.screenshot(path=str(ARTIFACTS / "results-side-by-side.png"))
+
+            # Compare runs: the second run against the first.
+            page.get_by_role("tab", name="Compare runs").click()
+            page.wait_for_selector(
+                ".st-key-results_fig_compare .js-plotly-plot .bars path", state="attached"
+            )
+            time.sleep(1)
+            page.screenshot(path=str(ARTIFACTS / "results-compare.png"))
+
+            # Exports: the HTML report downloads, and opens on its own.
+            page.get_by_role("tab", name="Exports").click()
+            with page.expect_download() as download:
+                page.locator(".st-key-results_dl_html button").click()
+            report = tmp_path / "report.html"
+            download.value.save_as(report)
+            text = report.read_text(encoding="utf-8")
+            assert text.startswith("<!DOCTYPE html>") and "<script" not in text
+            page.goto(report.as_uri())
+            expect(page.locator("svg").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "results-html-report.png"), full_page=True)
+        finally:
+            browser.close()
