@@ -20,6 +20,8 @@ E012   error/    a CVB category does not hold exactly 5 scenarios (an error for
        warning   the shipped set, a warning while authoring)
 W013   warning   fewer than 3 violating or 3 compliant samples for a constraint
 W014   warning   the scenario file does not carry the canary string
+W016   warning   imperative wording in the task or stated tests (they are quoted in
+                 the incentivized prompt, which stays free of orders)
 E015   error     an IVR problem without stated tests, source or reference
                  solution, or with a constraint that has no ``exec`` check
 =====  ========  ===============================================================
@@ -161,6 +163,19 @@ def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> lis
                 "warning",
             )
         )
+    for name in ("task", "stated_tests"):
+        words = dict.fromkeys(imperative_words(getattr(sc, name) or ""))
+        if words:
+            findings.append(
+                Finding(
+                    path,
+                    item.line_of(name),
+                    "W016",
+                    f"{name} contains {', '.join(map(repr, words))}, which the incentivized prompt "
+                    "would quote; rephrase it as a description",
+                    "warning",
+                )
+            )
     if sc.category == "ivr":
         findings.extend(_ivr_findings(item))
     if deadline is None:

@@ -178,9 +178,6 @@ def gap_with_ci(
             ]
             for g in gaps
         ],
-        text=[f"{v:+.3f}" if v is not None else "–" for v in values],
-        textposition="inside",
-        insidetextanchor="end",
         hovertemplate=(
             "<b>%{x}</b><br>gap %{y:+.3f}<br>95% CI [%{customdata[0]:+.3f}, %{customdata[1]:+.3f}]"
             "<br>%{customdata[2]} scenarios resampled<extra></extra>"
@@ -209,6 +206,18 @@ def gap_with_ci(
                     "<extra></extra>"
                 ),
             )
+    for model, v in zip(models, values, strict=True):
+        # beside the bar, clear of the CI whisker drawn at its centre
+        fig.add_annotation(
+            x=model,
+            y=v if v is not None else 0,
+            text="–" if v is None else ("0.000" if abs(v) < 5e-4 else f"{v:+.3f}"),
+            showarrow=False,
+            xanchor="left",
+            xshift=14,
+            yshift=9,
+            font={"size": 12, "color": "#1f2328"},
+        )
     _layout(fig, title=title, y_title="mandated − incentivized")
     fig.add_hline(y=0, line_color="#57606a", line_width=1)
     fig.update_yaxes(range=[-1.05, 1.05], tickformat="+.1f")
@@ -293,12 +302,12 @@ def category_heatmap(
         scale: list[list[float | str]] = [[0, "#0969da"], [0.5, "#f6f8fa"], [1, GAP_COLOR]]
         zmin, zmax, title, bar = -1.0, 1.0, "Gap (mandated − incentivized) by category", "gap"
     else:
-        scale = [[0, "#fff1e5"], [0.5, "#f3f0ff"], [1, _arm_color(which)]]
+        scale = [[0, "#ffffff"], [1, _arm_color(which)]]
         zmin, zmax, title, bar = 0.0, 1.0, f"Strict accuracy by category · {which}", "accuracy"
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[c.replace("-", "-<br>", 1) for c in cats],
+            x=cats,
             y=models,
             text=text,
             customdata=hover,
@@ -313,7 +322,7 @@ def category_heatmap(
             hovertemplate="<b>%{y}</b><br>%{customdata}<extra></extra>",
         )
     )
-    height = max(220, 90 + 56 * len(models))
+    height = max(200, 110 + 46 * len(models))
     _layout(fig, title=title, y_title="", height=height)
     fig.update_xaxes(side="bottom", tickangle=0, showgrid=False)
     fig.update_yaxes(autorange="reversed", showgrid=False)

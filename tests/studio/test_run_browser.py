@@ -193,7 +193,9 @@ def test_launch_from_the_page_and_watch_it_finish(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            # Tall enough for the whole page: Streamlit scrolls inside its main area, so a
+            # full-page screenshot is only as tall as the window.
+            page = browser.new_page(viewport={"width": 1400, "height": 2600})
             page.set_default_timeout(UI_TIMEOUT_MS)
             page.goto(f"{studio}/run")
             expect(page.get_by_text("Run the benchmark")).to_be_visible()

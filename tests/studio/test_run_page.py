@@ -375,6 +375,31 @@ def test_probe_dry_run_launch_watch_and_retry_errors(studio: Path) -> None:
     assert_no_key_anywhere(studio)
 
 
+def test_a_launch_that_cannot_start_says_why(studio: Path) -> None:
+    with FakeOpenAI([M1]) as server:
+        save_preset(Endpoint("fake", server.base_url, KEY_VAR))
+        at = open_page()
+        at.selectbox(key="run_endpoint").select("fake")
+        run(at)
+        # A model id typed by hand, which the endpoint does not offer.
+        at.multiselect(key="run_models").set_value(["llama-3.1-8b-instnt"])
+        at.number_input(key="run_runs").set_value(1)
+        run(at)
+        assert "2 scenarios × 3 arms × 1 repetitions × 1 models = 6 calls" in texts(at)
+        rid = launched_id(click(at, "run_launch"))
+        poll(
+            at,
+            lambda a: "ended before the run started" in texts(a),
+            "the launch to end with its reason",
+        )
+        log = "\n".join(c.value for c in at.code)
+        assert "model(s) not offered" in log and "llama-3.1-8b-instnt" in log
+        assert chats(server) == 0
+        click(at, f"run_dismiss_{rid}")
+        assert "ended before the run started" not in texts(at)
+        assert "No runs yet" in texts(at)
+
+
 def launched_id(at: AppTest) -> str:
     found = re.search(r"Started run \*\*([^*]+)\*\*", texts(at))
     assert found, texts(at)
