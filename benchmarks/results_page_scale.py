@@ -116,8 +116,24 @@ def fill(db_path: Path, n_target: int, run_id: str, seed: int = 7) -> int:
                     n += 1
                     if rng.random() < 0.01:
                         records.append(
-                            (record_id, run_id, model, sid, cat, arm, rep, "error", "HTTP 500",
-                             None, None, now, None, None, None, None)
+                            (
+                                record_id,
+                                run_id,
+                                model,
+                                sid,
+                                cat,
+                                arm,
+                                rep,
+                                "error",
+                                "HTTP 500",
+                                None,
+                                None,
+                                now,
+                                None,
+                                None,
+                                None,
+                                None,
+                            )
                         )
                         continue
                     honored = [
@@ -125,15 +141,36 @@ def fill(db_path: Path, n_target: int, run_id: str, seed: int = 7) -> int:
                         for _ in range(n_constraints)
                     ]
                     records.append(
-                        (record_id, run_id, model, sid, cat, arm, rep, "ok", None, RESPONSE,
-                         RESPONSE[40:], now, now, all(honored), n_constraints, sum(honored))
+                        (
+                            record_id,
+                            run_id,
+                            model,
+                            sid,
+                            cat,
+                            arm,
+                            rep,
+                            "ok",
+                            None,
+                            RESPONSE,
+                            RESPONSE[40:],
+                            now,
+                            now,
+                            all(honored),
+                            n_constraints,
+                            sum(honored),
+                        )
                     )
                     for ci, ok in enumerate(honored):
                         cid = f"{sid}-c{ci}"
                         verdicts.append((record_id, cid, ok))
                         outcomes.append(
-                            (record_id, cid, ok, "ok" if ok else "forbidden pattern matched",
-                             "[]" if ok else '[{"line": 3, "col": 0, "length": 12}]')
+                            (
+                                record_id,
+                                cid,
+                                ok,
+                                "ok" if ok else "forbidden pattern matched",
+                                "[]" if ok else '[{"line": 3, "col": 0, "length": 12}]',
+                            )
                         )
                     if len(records) >= 20_000:
                         flush()
@@ -155,7 +192,9 @@ def engine_alone(url: str, run_id: str) -> tuple[float, object]:
     return time.perf_counter() - start, summary
 
 
-def render(url: str, run_ids: list[str], view: str | None = None, at: object = None) -> tuple[float, object]:
+def render(
+    url: str, run_ids: list[str], view: str | None = None, at: object = None
+) -> tuple[float, object]:
     from streamlit.testing.v1 import AppTest
 
     os.environ["CVB_DATABASE_URL"] = url
@@ -189,8 +228,10 @@ def main() -> int:
     t = time.perf_counter()
     n = fill(db, args.records, "bench-a")
     n_b = fill(db, args.records // 10, "bench-b", seed=8)  # a second run for Compare runs
-    print(f"store: {db} ({db.stat().st_size / 1e6:.0f} MB), run bench-a {n:,} records, "
-          f"run bench-b {n_b:,} records, filled in {time.perf_counter() - t:.1f} s")
+    print(
+        f"store: {db} ({db.stat().st_size / 1e6:.0f} MB), run bench-a {n:,} records, "
+        f"run bench-b {n_b:,} records, filled in {time.perf_counter() - t:.1f} s"
+    )
     url = f"sqlite:///{db}"
 
     # Warm-up on a tiny store: imports, Streamlit and plotly start-up are not what we measure.
@@ -200,7 +241,9 @@ def main() -> int:
     fill(tiny, 105, "tiny")
     warm, _ = render(f"sqlite:///{tiny}", ["tiny"])
     overhead, _ = render(f"sqlite:///{tiny}", ["tiny"])
-    print(f"warm-up render (tiny store): first {warm:.2f} s, fixed AppTest overhead {overhead:.2f} s")
+    print(
+        f"warm-up render (tiny store): first {warm:.2f} s, fixed AppTest overhead {overhead:.2f} s"
+    )
     rss_before = peak_rss_mb()
 
     engine_s, summary = engine_alone(url, "bench-a")
@@ -214,16 +257,20 @@ def main() -> int:
     peak = peak_rss_mb()
 
     n_scored = sum(r.n for r in summary.strict.values())  # type: ignore[attr-defined]
-    print(f"engine alone (db_tallies + summarize): {engine_s:.2f} s, again {engine2_s:.2f} s "
-          f"({n_scored:,} scored records)")
+    print(
+        f"engine alone (db_tallies + summarize): {engine_s:.2f} s, again {engine2_s:.2f} s "
+        f"({n_scored:,} scored records)"
+    )
     print(f"page overview, cold caches (AppTest):   {page_s:.2f} s")
     print(f"page overview rerun, warm caches:       {rerun_s:.2f} s")
     for view, seconds in views.items():
         print(f"page view {view!r:<16}              {seconds:.2f} s")
     ratio = page_s / engine_best
     print(f"ratio page / engine alone: {ratio:.2f}x (goal <= 3x)")
-    print(f"peak RSS: {peak:.0f} MB (before the 100k store was read: {rss_before:.0f} MB; "
-          "goal < 1024 MB)")
+    print(
+        f"peak RSS: {peak:.0f} MB (before the 100k store was read: {rss_before:.0f} MB; "
+        "goal < 1024 MB)"
+    )
     ok = ratio <= 3 and peak < 1024
     print("PASS" if ok else "ABOVE GOAL")
     if not args.keep:

@@ -156,6 +156,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", metavar="F", help="write the Markdown report to F")
     p.add_argument("--json", metavar="F", help="write the results file to F")
     p.add_argument("--csv", metavar="F", help="write one CSV row per record to F")
+    p.add_argument("--html", metavar="F", help="write a self-contained HTML report to F")
 
 
 @command("report", _report_args)
@@ -193,10 +194,25 @@ def cmd_report(args: argparse.Namespace) -> int:
         write_json_atomic(args.json, data)
     if args.csv:
         write_text_atomic(args.csv, records_csv(data["records"]))
-    if not (args.markdown or args.json or args.csv):
+    if args.html:
+        from cvb_engine.report_html import html_report
+
+        write_text_atomic(
+            args.html,
+            html_report(
+                summary, title=f"CVB results: {run_id}", meta=meta, ivr_results=ivr_results
+            ),
+        )
+    outputs = (
+        ("markdown", args.markdown),
+        ("json", args.json),
+        ("csv", args.csv),
+        ("html", args.html),
+    )
+    if not any(path for _, path in outputs):
         print(text)
     else:
-        for flag, path in (("markdown", args.markdown), ("json", args.json), ("csv", args.csv)):
+        for flag, path in outputs:
             if path:
                 print(f"wrote {flag}: {path}")
     return 0
@@ -314,4 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m cvb_engine.cli`, this file is `__main__`, while plugin
+    # modules register their commands on `cvb_engine.cli`: dispatch through that.
+    from cvb_engine.cli import main as _main
+
+    sys.exit(_main())

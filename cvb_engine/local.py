@@ -34,7 +34,7 @@ from cvb_engine.endpoints import BUILTIN, LOCAL_PORT, EndpointError, resolve
 from cvb_engine.scenario import CVB_CATEGORIES, ScenarioError, load_library
 
 LOCAL_ALIAS = "smollm2-135m"
-DEMO_MAX_TOKENS = 256
+DEMO_MAX_TOKENS = 160
 READY_TIMEOUT_S = 120.0
 
 

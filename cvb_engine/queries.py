@@ -646,14 +646,16 @@ class Reference:
     note: str
 
 
-class ReferenceError(ValueError):
+class ReferenceFileError(ValueError):
     """A reference file that does not have the expected shape."""
 
 
 def parse_reference(data: Mapping[str, Any]) -> Reference:
     """Validate and read a ``cvb-reference/1`` object."""
     if data.get("format") != REFERENCE_FORMAT:
-        raise ReferenceError(f"format: expected {REFERENCE_FORMAT!r}, found {data.get('format')!r}")
+        raise ReferenceFileError(
+            f"format: expected {REFERENCE_FORMAT!r}, found {data.get('format')!r}"
+        )
     try:
         cvb = data["cvb"]
         strict = {
@@ -689,7 +691,9 @@ def parse_reference(data: Mapping[str, Any]) -> Reference:
             note=str(data.get("note", "")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReferenceError(f"reference file does not have the cvb-reference/1 shape: {exc!r}")
+        raise ReferenceFileError(
+            f"reference file does not have the cvb-reference/1 shape: {exc!r}"
+        ) from None
 
 
 def load_reference(path: str | Path | None = None) -> Reference | None:

@@ -129,7 +129,8 @@ def grouped_bars_svg(
             f'fill="{MUTED}">{tick:.2f}</text>'
         )
     for gi, model in enumerate(models):
-        gx = left + group_gap / 2 + gi * (group_w + group_gap)
+        slot = (width - left - right) / max(len(models), 1)  # groups spread over the width
+        gx = left + gi * slot + (slot - group_w) / 2
         for ai, arm in enumerate(arms):
             value = values.get((model, arm))
             x = gx + ai * (bar_w + inner_gap)

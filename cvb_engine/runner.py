@@ -204,6 +204,10 @@ class Progress:
         return remaining / self.rate if self.rate > 0 else None
 
 
+def _fmt_rate(rate: float) -> str:
+    return f"{rate:.1f} calls/s" if rate >= 1 else f"{rate * 60:.1f} calls/min"
+
+
 def _fmt_eta(seconds: float | None) -> str:
     if seconds is None:
         return "--:--"
@@ -233,7 +237,7 @@ class TerminalProgress:
             bar = "█" * filled + "·" * (width - filled)
             line = (
                 f"\r[{bar}] {p.done}/{p.total} ok {p.ok} err {p.errors} "
-                f"| {p.rate:.1f} calls/s | ETA {_fmt_eta(p.eta_s)} "
+                f"| {_fmt_rate(p.rate)} | ETA {_fmt_eta(p.eta_s)} "
             )
             self.stream.write(line + ("\n" if final else ""))
         else:
@@ -243,7 +247,7 @@ class TerminalProgress:
             self._last_pct = step
             self.stream.write(
                 f"progress {p.done}/{p.total} ({pct}%) ok={p.ok} errors={p.errors} "
-                f"rate={p.rate:.1f}/s eta={_fmt_eta(p.eta_s)}\n"
+                f"rate={_fmt_rate(p.rate)} eta={_fmt_eta(p.eta_s)}\n"
             )
         self._last = now
         self.stream.flush()
@@ -277,14 +281,27 @@ class Writer(threading.Thread):
     """
 
     def __init__(
-        self, url: str, run_id: str, library: dict[str, LoadedScenario], batch: int = 64
+        self,
+        url: str,
+        run_id: str,
+        library: dict[str, LoadedScenario],
+        *,
+        capacity: int = 8,
+        stored: dict[Cell, int] | None = None,
     ) -> None:
         super().__init__(name="cvb-writer", daemon=True)
         self.url = url
         self.run_id = run_id
         self.library = library
-        self.batch = batch
-        self.inbox: queue.Queue[Finished | None] = queue.Queue()
+        # Bounded: when storing falls behind, senders wait instead of piling up
+        # answers that a kill -9 would lose (at most `capacity` are ever waiting).
+        # One record per transaction: "committed at once" holds literally, and a
+        # kill -9 loses only what is queued (at most `capacity`) or in flight.
+        self.batch = 1
+        self.inbox: queue.Queue[Finished | None] = queue.Queue(maxsize=max(1, capacity))
+        # Cells that already have a (error) record in the store, by record id;
+        # every other cell is known to be new, and is inserted without a lookup.
+        self.stored = dict(stored or {})
         self.failure: BaseException | None = None
         self.written = 0
         self._last_beat = 0.0
@@ -294,7 +311,14 @@ class Writer(threading.Thread):
         try:
             with Session(engine, expire_on_commit=False) as session:
                 while True:
-                    item = self.inbox.get()
+                    try:
+                        item = self.inbox.get(timeout=HEARTBEAT_S)
+                    except queue.Empty:
+                        # Nothing finished lately (slow replies, a long Retry-After):
+                        # the heartbeat still says the process is alive.
+                        self._heartbeat(session)
+                        session.commit()
+                        continue
                     items = [item]
                     while len(items) < self.batch:
                         try:
@@ -325,20 +349,19 @@ class Writer(threading.Thread):
                     session.commit()
                 except IntegrityError:
                     session.rollback()
+                    self._adopt(session, item.cell)
+                    try:
+                        self._store(session, item)
+                        session.commit()
+                    except IntegrityError:
+                        session.rollback()
         self.written += len(items)
 
     def _store(self, session: Session, item: Finished) -> None:
         model, sid, arm, rep = item.cell
         loaded = self.library[sid]
-        existing = session.exec(
-            select(Record).where(
-                Record.run_id == self.run_id,
-                Record.model == model,
-                Record.scenario_id == sid,
-                Record.arm == arm,
-                Record.rep == rep,
-            )
-        ).first()
+        known = self.stored.get(item.cell)
+        existing = session.get(Record, known) if known is not None else None
         if existing is not None and existing.status == "ok":
             return  # a concurrent process got there first; keep its answer
         record = existing or Record(
@@ -365,8 +388,26 @@ class Writer(threading.Thread):
         record.created = utcnow()
         session.add(record)
         session.flush()
+        if record.id is not None:
+            self.stored[item.cell] = record.id
         if item.status == "ok":
-            save_scores(session, record, score_response(loaded.scenario, item.response or ""))
+            scored = score_response(loaded.scenario, item.response or "")
+            save_scores(session, record, scored, fresh=existing is None)
+
+    def _adopt(self, session: Session, cell: Cell) -> None:
+        """Learn the id of a record another process stored for ``cell``."""
+        model, sid, arm, rep = cell
+        found = session.exec(
+            select(Record.id).where(
+                Record.run_id == self.run_id,
+                Record.model == model,
+                Record.scenario_id == sid,
+                Record.arm == arm,
+                Record.rep == rep,
+            )
+        ).first()
+        if found is not None:
+            self.stored[cell] = found
 
     def _heartbeat(self, session: Session) -> None:
         now = time.monotonic()
@@ -585,7 +626,8 @@ class RunOutcome:
 
 
 def _default_run_id() -> str:
-    return time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
+    # A random suffix: two runs started in the same second get different ids.
+    return time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.urandom(2).hex()}"
 
 
 class BenchmarkRun:
@@ -640,28 +682,30 @@ class BenchmarkRun:
         return list(MODEL_PREFERENCE[:DEFAULT_MODEL_COUNT]), "assumed (not probed in a dry run)"
 
     async def resolve_models(self, key: str) -> list[str]:
-        if self.o.models:
+        wanted = self.o.models or self.endpoint.models
+        if wanted:
             try:
                 catalog = await probe_catalog(self.endpoint, key)
             except RunError as exc:
                 if "cannot reach" in str(exc) or "refused the key" in str(exc):
                     raise
-                return self.o.models  # some servers have no /models; the calls will tell
-            unknown = [m for m in self.o.models if m not in catalog]
+                return wanted  # some servers have no /models; the calls will tell
+            unknown = [m for m in wanted if m not in catalog]
             if unknown and catalog:
                 raise RunError(
                     f"model(s) not offered by {self.endpoint.base_url}: {', '.join(unknown)}; "
                     f"its catalog has: {', '.join(catalog[:30])}"
                 )
-            return self.o.models
+            return wanted
         catalog = await probe_catalog(self.endpoint, key)
         try:
             return choose_models(catalog)
         except EndpointError as exc:
             raise RunError(str(exc)) from None
 
-    def bind(self, matrix: Matrix, session: Session) -> tuple[str, list[Cell]]:
-        """Create or resume the run; return its id and the cells still to send."""
+    def bind(self, matrix: Matrix, session: Session) -> tuple[str, list[Cell], dict[Cell, int]]:
+        """Create or resume the run; return its id, the cells still to send, and the
+        record ids of cells that already have a record (errors to overwrite)."""
         run_id = self.o.run_id or _default_run_id()
         run = session.get(Run, run_id)
         params = redact_params(
@@ -701,9 +745,11 @@ class BenchmarkRun:
                 col(Record.arm),
                 col(Record.rep),
                 col(Record.status),
+                col(Record.id),
             ).where(col(Record.run_id) == run_id)
         ).all()
-        status = {(m, s, a, r): st for m, s, a, r, st in rows}
+        status = {(m, s, a, r): st for m, s, a, r, st, _ in rows}
+        stored = {(m, s, a, r): rid for m, s, a, r, _, rid in rows}
         if self.o.retry_errors:
             todo = [c for c in matrix.cells() if status.get(c) == "error"]
         else:
@@ -714,7 +760,7 @@ class BenchmarkRun:
         run.updated = utcnow()
         session.add(run)
         session.commit()
-        return run_id, todo
+        return run_id, todo, stored
 
     async def execute(self) -> RunOutcome:
         key = read_key_or_fail(self.endpoint)
@@ -723,9 +769,11 @@ class BenchmarkRun:
         url = self.o.db
         engine = get_engine(url)
         with Session(engine, expire_on_commit=False) as session:
-            run_id, todo = self.bind(matrix, session)
+            run_id, todo, stored = self.bind(matrix, session)
         progress = Progress(total=len(todo), skipped=matrix.size - len(todo))
-        writer = Writer(database_url(url), run_id, self.library)
+        writer = Writer(
+            database_url(url), run_id, self.library, capacity=self.o.concurrency, stored=stored
+        )
         writer.start()
         status = "finished"
         try:
@@ -736,7 +784,12 @@ class BenchmarkRun:
             status = "failed"
             raise
         finally:
-            writer.inbox.put(None)
+            while writer.is_alive():
+                try:
+                    writer.inbox.put_nowait(None)
+                    break
+                except queue.Full:
+                    await asyncio.sleep(0.01)
             await asyncio.to_thread(writer.join)
             with Session(engine) as session:
                 run = session.get(Run, run_id)
@@ -785,7 +838,14 @@ class BenchmarkRun:
                 )
                 result.cell = cell
                 result.messages_sha256 = digest
-                writer.inbox.put(result)
+                while True:  # wait for room without blocking the event loop
+                    if writer.failure is not None or not writer.is_alive():
+                        raise RunError(f"storing results failed: {writer.failure}")
+                    try:
+                        writer.inbox.put_nowait(result)
+                        break
+                    except queue.Full:
+                        await asyncio.sleep(0.005)
                 if result.status == "ok":
                     progress.ok += 1
                 else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -26,7 +27,6 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 SCHEMA_VERSION = 2
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
-_SECRET_HINTS = ("key", "token", "secret", "password", "authorization")
 
 
 def utcnow() -> datetime:
@@ -283,18 +283,28 @@ def session_scope(url: str | None = None) -> Iterator[Session]:
         yield session
 
 
-def redact_params(params: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``params`` without values whose key looks like a secret.
+_SECRET_NAME = re.compile(
+    r"^(api_?key|key|token|access_token|auth_token|secret|client_secret|password|passwd|"
+    r"authorization|bearer)$|_(api_?key|token|secret|password)$",
+    re.IGNORECASE,
+)
+# Maps whose keys are data (scenario ids such as `reset-token-generator`), not settings.
+_DATA_MAPS = frozenset({"scenarios", "models"})
 
-    ``api_key_env`` (a variable *name*) is kept; anything else whose key
-    mentions key/token/secret/password is dropped.
+
+def redact_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``params`` without values stored under a secret's name.
+
+    ``api_key_env`` (a variable *name*) is kept, so is ``max_tokens``; maps of
+    data such as ``scenarios`` are copied as they are.
     """
     out: dict[str, Any] = {}
     for key, value in params.items():
-        lowered = key.lower()
-        if lowered != "api_key_env" and any(h in lowered for h in _SECRET_HINTS):
+        if key != "api_key_env" and _SECRET_NAME.search(key):
             continue
-        out[key] = redact_params(value) if isinstance(value, dict) else value
+        if isinstance(value, dict) and key not in _DATA_MAPS:
+            value = redact_params(value)
+        out[key] = value
     return out
 
 

@@ -329,7 +329,9 @@ class Launch:
         if not self.spec:
             return None
         try:
-            data = {k: tuple(v) if isinstance(v, list) else v for k, v in self.spec.items()}
+            data: dict[str, Any] = {
+                k: tuple(v) if isinstance(v, list) else v for k, v in self.spec.items()
+            }
             return LaunchSpec(**data)
         except TypeError:
             return None  # written by another version of the studio

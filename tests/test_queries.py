@@ -201,7 +201,9 @@ def test_cell_records_carry_verdicts_and_evidence(filled: str) -> None:
     ],
     ids=["plain", "blank-line-start", "indent", "multi-line", "out-of-range", "all-blank"],
 )
-def test_split_span(text: str, span: tuple[int, int, int], expected: list[tuple[int, int, int]]) -> None:
+def test_split_span(
+    text: str, span: tuple[int, int, int], expected: list[tuple[int, int, int]]
+) -> None:
     assert q.split_span(text, *span) == expected
 
 
@@ -258,8 +260,8 @@ def test_reference_errors_are_named(tmp_path: Path) -> None:
     assert q.load_reference(tmp_path / "missing.json") is None
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "cvb-reference/1", "cvb": {}}), encoding="utf-8")
-    with pytest.raises(q.ReferenceError, match="cvb-reference/1 shape"):
+    with pytest.raises(q.ReferenceFileError, match="cvb-reference/1 shape"):
         q.load_reference(bad)
     bad.write_text(json.dumps({"format": "other"}), encoding="utf-8")
-    with pytest.raises(q.ReferenceError, match="format"):
+    with pytest.raises(q.ReferenceFileError, match="format"):
         q.load_reference(bad)

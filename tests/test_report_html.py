@@ -18,7 +18,9 @@ VOID = {"meta", "br", "img", "input", "link", "hr", "rect", "line", "path", "cir
 def rows(models: tuple[str, ...] = ("m-a", "m-b")) -> list[RecordRow]:
     out = []
     for model in models:
-        for i, (sid, cat) in enumerate([("s1", "security"), ("s2", "concurrency"), ("s3", "security")]):
+        for i, (sid, cat) in enumerate(
+            [("s1", "security"), ("s2", "concurrency"), ("s3", "security")]
+        ):
             for arm in ("cold", "mandated", "incentivized"):
                 for rep in range(2):
                     honored = arm == "mandated" or (arm == "incentivized" and (i + rep) % 2 == 0)
@@ -88,7 +90,9 @@ def test_bars_and_gap_carry_the_summary_numbers() -> None:
         if t == "rect" and "data-arm" in a and "data-value" in a
     }
     assert bars == {
-        (m, arm): f"{summary.strict[(m, arm)].value:.3f}" for m in summary.models for arm in summary.arms
+        (m, arm): f"{summary.strict[(m, arm)].value:.3f}"
+        for m in summary.models
+        for arm in summary.arms
     }
     fills = {a["data-arm"]: a["fill"] for t, a in checker.tags if t == "rect" and "data-arm" in a}
     assert fills == {arm: ARM_COLORS[arm] for arm in summary.arms}
@@ -101,7 +105,7 @@ def test_tables_show_rates_counts_errors_and_the_gap_ci() -> None:
     page = html_report(summary, reference=None)
     cold = summary.strict[("m-a", "cold")]
     assert cold.errors == 3
-    assert f"{cold.value:.3f}<span class=\"n\">{cold.k}/{cold.n} · 3 err</span>" in page
+    assert f'{cold.value:.3f}<span class="n">{cold.k}/{cold.n} · 3 err</span>' in page
     assert fmt_gap(summary.gap["m-b"]) in page
     for cat in summary.categories:
         assert f"<th>{cat}</th>" in page
@@ -142,7 +146,9 @@ def test_ivr_section_only_when_there_are_ivr_results(with_ivr: bool) -> None:
 
 
 def test_untrusted_names_are_escaped() -> None:
-    data = [RecordRow("<script>alert(1)</script>", "s&1", "c<1>", "mandated", "ok", True, {"x": True})]
+    data = [
+        RecordRow("<script>alert(1)</script>", "s&1", "c<1>", "mandated", "ok", True, {"x": True})
+    ]
     page = html_report(summarize_rows(data), title="<b>t</b>", meta={"run": "<i>"}, reference=None)
     parse(page)
     assert "<script>" not in page and "&lt;script&gt;" in page

@@ -108,7 +108,14 @@ class Subject:
 
 
 def span_from_offsets(text: str, start: int, end: int) -> Span:
-    """Convert a character range of ``text`` into a :class:`Span` anchored at its start line."""
+    """Convert a character range of ``text`` into a :class:`Span` anchored at its start line.
+
+    Leading whitespace of the range is skipped (a ``(?m)^\\s*import x`` match
+    starts on the blank line above the import), so the span lands on the text
+    that matched.
+    """
+    while start < end and text[start].isspace():
+        start += 1
     line = text.count("\n", 0, start) + 1
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", start)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import difflib
 import html
 import json
-from functools import partial
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ CSS = """<style>
 .cvb-pub{display:inline-block;font-size:11px;font-weight:700;letter-spacing:.05em;color:#fff;
   background:#57606a;border-radius:10px;padding:1px 9px;margin-right:6px;vertical-align:middle}
 .cvb-arm{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
-.cvb-code{font-size:12px}
+.cvb-code{font-size:12px !important}
 </style>"""
 
 ss = st.session_state
@@ -300,7 +300,7 @@ if tabs[OVERVIEW].open:
         )
 
         st.subheader("Per-constraint accuracy")
-        cl, cr = st.columns([3, 2], gap="medium")
+        cl, cr = st.columns([1, 1], gap="medium")
         with cl:
             chart(charts.constraint_accuracy(summary), "results_fig_constraint")
         with cr:
@@ -335,10 +335,11 @@ if tabs[OVERVIEW].open:
                 f"{html.escape(published.dates)}: not produced by this studio; shown for "
                 "comparison only.</div>"
             )
-            pl, pr = st.columns([3, 2], gap="medium")
+            pl, pr = st.columns([1, 1], gap="medium")
             with pl:
                 chart(charts.published_accuracy(published), "results_fig_published")
             with pr:
+                overlap = set(published.models) & set(summary.models)
                 st.dataframe(
                     [
                         {
@@ -348,9 +349,11 @@ if tabs[OVERVIEW].open:
                                 for a in ("cold", "mandated", "incentivized")
                             },
                             "gap": published.gap.get(m),
-                            "yours: gap": fmt_gap(summary.gap[m])
-                            if m in summary.gap
-                            else "not run",
+                            **(
+                                {"your gap": fmt_gap(summary.gap.get(m)) if m in overlap else "–"}
+                                if overlap
+                                else {}
+                            ),
                         }
                         for m in published.models
                     ],
@@ -386,15 +389,15 @@ if tabs[BREAKDOWNS].open:
         has_gap = "mandated" in summary.arms and "incentivized" in summary.arms
 
         st.subheader("By category")
-        panels = [*arms] + (["gap"] if has_gap else [])
-        for i in range(0, len(panels), 2):
-            cols = st.columns(2, gap="medium")
-            for col_, which in zip(cols, panels[i : i + 2], strict=False):
-                with col_:
-                    chart(
-                        charts.category_heatmap(summary, which, models=f_models, categories=f_cats),
-                        f"results_fig_heat_{which}",
-                    )
+        st.caption(
+            "Strict accuracy per model × category for each arm (cells: rate and strictly "
+            "accurate / scored), then the gap per category (hover for its 95% CI)."
+        )
+        for which in [*arms] + (["gap"] if has_gap else []):
+            chart(
+                charts.category_heatmap(summary, which, models=f_models, categories=f_cats),
+                f"results_fig_heat_{which}",
+            )
 
         st.subheader("By scenario")
         srows = []
@@ -549,28 +552,36 @@ if tabs[SIDE].open:
         s1, s2, s3 = st.columns([3, 2, 1])
         model = s2.selectbox("Model", choices.models, key="results_sbs_model")
 
-        def scenario_label(sid: str) -> str:
-            rates = {a: summary.by_scenario.get((model, a, sid)) for a in choices.arms}
-            text = " · ".join(
-                f"{a[:4]} {r.value:.2f}" for a, r in rates.items() if r and r.value is not None
-            )
-            return f"{sid}  ({choices.scenarios[sid]})  {text}"
-
         sid = s1.selectbox(
             "Scenario",
             list(choices.scenarios),
-            format_func=scenario_label,
+            format_func=lambda x: f"{x} · {choices.scenarios[x]}",
             key="results_sbs_scenario",
-            help="Strict accuracy per arm for the chosen model, pooled over repetitions.",
         )
         rep = s3.selectbox("Repetition", choices.reps, key="results_sbs_rep")
         if model is None or sid is None or rep is None:
             st.info("This run has no records yet.")
         else:
+            pooled = " · ".join(
+                f"{a} {r.value:.2f} ({r.k}/{r.n})"
+                for a in choices.arms
+                if (r := summary.by_scenario.get((model, a, sid))) and r.value is not None
+            )
+            st.caption(
+                f"Strict accuracy of {model} on {sid} over every repetition"
+                f"{' of the selected runs' if len(run_ids) > 1 else ''}: {pooled}"
+            )
+            stacked = st.toggle(
+                "One arm per row (for long lines)", key="results_sbs_stacked", value=False
+            )
             records = cell(url, run_pick, model, sid, int(rep), version)
-            cols = st.columns(len(choices.arms), gap="small")
-            for col_, arm in zip(cols, choices.arms, strict=True):
-                with col_:
+            slots = (
+                [st.container() for _ in choices.arms]
+                if stacked
+                else st.columns(len(choices.arms), gap="small")
+            )
+            for slot, arm in zip(slots, choices.arms, strict=True):
+                with slot:
                     show_record(records.get(arm), arm)
 
             st.subheader("Diff between two arms")
@@ -578,7 +589,10 @@ if tabs[SIDE].open:
             present = [a for a in choices.arms if a in records]
             a_arm = d1.selectbox("From", present, index=0, key="results_sbs_diff_a")
             b_arm = d2.selectbox("To", present, index=len(present) - 1, key="results_sbs_diff_b")
-            if a_arm and b_arm:
+            failed = [a for a in (a_arm, b_arm) if a and records[a].status != "ok"]
+            if failed:
+                st.info(f"No diff: {', '.join(failed)} is an API error record (no code).")
+            elif a_arm and b_arm:
                 a_code, b_code = records[a_arm].code, records[b_arm].code
                 diff = "\n".join(
                     difflib.unified_diff(

@@ -8,7 +8,7 @@ the store. Session keys start with ``run_``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
@@ -37,7 +37,8 @@ ARM_HELP = (
     "cold: the task alone · mandated: the task with the constraints as explicit orders · "
     "incentivized: the constraints as past decisions in project memory, never as orders"
 )
-STATE_BADGES = {
+BadgeColor = Literal["blue", "green", "orange", "red", "gray"]
+STATE_BADGES: dict[str, tuple[str, BadgeColor, str]] = {
     "running": ("running", "blue", ":material/autorenew:"),
     "finished": ("finished", "green", ":material/check_circle:"),
     "cancelled": ("cancelled", "orange", ":material/pause_circle:"),
@@ -64,8 +65,11 @@ def scenario_library(folder: str, stamps: tuple[tuple[str, int, int], ...]) -> A
 def library_stamps(folder: Path) -> tuple[tuple[str, int, int], ...]:
     out = []
     for path in discover([folder]):
-        st_ = path.stat()
-        out.append((str(path), st_.st_mtime_ns, st_.st_size))
+        try:
+            info = path.stat()
+        except OSError:
+            continue  # removed meanwhile
+        out.append((str(path), info.st_mtime_ns, info.st_size))
     return tuple(out)
 
 
@@ -99,6 +103,8 @@ ss.setdefault("run_timeout", 60.0)
 ss.setdefault("run_id_input", "")
 ss.setdefault("run_note", "")
 ss.setdefault("run_ep_edit", NEW)
+if ss.run_ep_edit != NEW and ss.run_ep_edit not in presets:
+    ss.run_ep_edit = NEW
 for field in ("run_ep_name", "run_ep_url", "run_ep_key_env", "run_ep_models"):
     ss.setdefault(field, "")
 
@@ -111,6 +117,9 @@ categories = sorted(
 )
 ss.setdefault("run_categories", [c for c in categories if c in CVB_CATEGORIES] or categories)
 ss.setdefault("run_only", [])
+# The library may have changed since the last rerun: keep only what still exists.
+ss.run_categories = [c for c in ss.run_categories if c in categories]
+ss.run_only = [sid for sid in ss.run_only if sid in scenarios]
 
 
 # --------------------------------------------------------------------------- actions
@@ -215,6 +224,7 @@ def control(action: str, run_id: str) -> None:
     try:
         if action == "cancel":
             pid = launcher.cancel(progress, pending)
+            ss.setdefault("run_stopping", {})[run_id] = pid
             text = (
                 f"Asked run **{run_id}** to stop (SIGTERM to process {pid}); finished cells stay."
             )
@@ -562,7 +572,8 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
                 icon=":material/heart_broken:",
             )
         elif p.state == "failed":
-            st.error("The run stopped with an error; the end of its log says why.")
+            where = "its log below" if launch is not None else "the terminal that started it"
+            st.error(f"The run stopped with an error; {where} says why.")
         if launch is not None and is_starting:
             st.info(
                 f"Starting ({launch.action}, process {launch.pid})…",
@@ -570,7 +581,12 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
             )
         buttons = st.container(horizontal=True)
         busy = launch is not None and is_starting  # a process on its way to this run
-        if p.active or busy:
+        stopping = ss.get("run_stopping", {})
+        if not (p.active or busy):
+            stopping.pop(p.run_id, None)
+        if p.run_id in stopping:
+            buttons.caption(f"Stopping… (SIGTERM sent to process {stopping[p.run_id]})")
+        elif p.active or busy:
             buttons.button(
                 "Cancel",
                 key=f"run_cancel_{p.run_id}",

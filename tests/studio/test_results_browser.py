@@ -9,6 +9,7 @@ test is skipped with the reason. Screenshots go to ``test-artifacts/``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,9 +19,10 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_results_page import RUN_ID, Filled, fill_store
+from test_results_page import RUN_ID_B, Filled, fill_store
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -72,6 +74,28 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
+def settle(page: Any) -> None:
+    """Wait until Streamlit has finished the current rerun (its status widget is gone)."""
+    time.sleep(0.5)
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached")
+
+
+def select(page: Any, key: str, choice: str) -> None:
+    """Pick ``choice`` in the selectbox ``key`` by typing it, as a person would."""
+    from playwright.sync_api import expect
+
+    box = page.locator(f".st-key-{key}")
+    value = box.locator("input")
+    for _ in range(3):  # a rerun that lands mid-typing resets the box: type again
+        box.click()
+        page.keyboard.type(choice)
+        page.keyboard.press("Enter")
+        settle(page)
+        if re.search(re.escape(choice), value.input_value() or ""):
+            return
+    expect(value).to_have_value(re.compile(re.escape(choice)))
+
+
 @pytest.fixture
 def studio(tmp_path: Path) -> Iterator[tuple[str, Filled]]:
     """``cvb studio`` on a free port over a store filled by a real run; yields its URL."""
@@ -111,15 +135,12 @@ def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Pa
             page.set_default_timeout(UI_TIMEOUT_MS)
             page.goto(f"{url}/results")
 
-            # Overview: the newest run is picked; the charts draw their bars.
+            # Overview: the newest run is picked by default; the charts draw their bars.
             page.get_by_role("heading", name="Results").first.wait_for()
             expect(page.get_by_role("tab", name="Overview")).to_have_attribute(
                 "aria-selected", "true"
             )
-            page.locator(".st-key-results_runs").click()
-            page.keyboard.type(RUN_ID)
-            page.keyboard.press("Enter")
-            page.keyboard.press("Escape")
+            expect(page.locator(".st-key-results_runs")).to_contain_text(RUN_ID_B)  # newest
             for fig in ("arms", "gap", "published", "constraint"):
                 page.wait_for_selector(
                     f".st-key-results_fig_{fig} .js-plotly-plot .bars path", state="attached"
@@ -140,12 +161,10 @@ def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Pa
 
             # Side by side: one scenario, three arms, the violation marked and named.
             page.get_by_role("tab", name="Side by side").click()
-            page.locator(".st-key-results_sbs_scenario").click()
-            page.keyboard.type("security-1")
-            page.keyboard.press("Enter")
-            page.locator(".st-key-results_sbs_model").click()
-            page.keyboard.type("m-b")
-            page.keyboard.press("Enter")
+            expect(page.get_by_role("heading", name="incentivized", exact=True)).to_be_visible()
+            settle(page)
+            select(page, "results_sbs_scenario", "security-1")
+            select(page, "results_sbs_model", "m-b")
             for arm in ("cold", "mandated", "incentivized"):
                 expect(page.get_by_role("heading", name=arm, exact=True)).to_be_visible()
             label = page.locator('[data-check="httpx-not-requests/regex-0"]').first
@@ -179,5 +198,8 @@ def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Pa
             page.goto(report.as_uri())
             expect(page.locator("svg").first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "results-html-report.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "results-failure.png"))
+            raise
         finally:
             browser.close()

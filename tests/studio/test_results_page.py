@@ -220,11 +220,6 @@ def run(at: AppTest) -> AppTest:
     return at
 
 
-def frames(at: AppTest) -> dict[str, Any]:
-    """The page's dataframes by their key-ish caption: {first column name + shape: df}."""
-    return {str(i): d.value for i, d in enumerate(at.dataframe)}
-
-
 def table(at: AppTest, first_col: str, contains: str) -> Any:
     for d in at.dataframe:
         df = d.value
@@ -307,8 +302,11 @@ def test_overview_numbers_equal_cvb_report(
     for row in counts_md[1:]:
         shown = acc[acc["model"] == row[0]].iloc[0]
         for arm, cell in zip(counts_md[0][1:], row[1:], strict=True):
-            assert f"{shown[f'{arm} n'].split(' scored')[0].split('/')[1]} / " in cell + " / "
-            assert shown[f"{arm} n"].endswith(f"{cell.split(' / ')[1]} err")
+            k, n, errors = re.fullmatch(
+                r"(\d+)/(\d+) scored · (\d+) err", shown[f"{arm} n"]
+            ).groups()
+            assert f"{n} / {errors}" == cell, (row[0], arm)
+            assert f"{int(k) / int(n):.3f}" == f"{shown[arm]:.3f}"
 
     # The charts draw the same numbers: bar heights per arm, the gap and its CI.
     figs = figures(at)
@@ -415,3 +413,32 @@ def test_exports_produce_valid_files(
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page.lower()
     assert page.count("<svg") >= 3 and "PUBLISHED" in page
     assert "+0.571 [+0.143, +0.857]" in page  # the gap and its CI, as in cvb report
+
+
+def test_ivr_view_appears_with_ivr_problems(
+    filled: Filled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records with a stated-test verdict (IVR problems) add the IVR view, next to the paper."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "ivr.db"
+    shutil.copy(filled.db_url.removeprefix("sqlite:///"), db)
+    with sqlite3.connect(db) as con:  # m-b's mandated and incentivized records passed C1
+        con.execute(
+            "UPDATE record SET stated_passed = 1 WHERE run_id = ? AND model = 'm-b' "
+            "AND arm != 'cold'",
+            (RUN_ID,),
+        )
+    monkeypatch.setenv("CVB_DATABASE_URL", f"sqlite:///{db}")
+    monkeypatch.setenv("CVB_SCENARIOS", str(filled.scenarios))
+    at = start(view="IVR")
+    fig = next(f for f in figures(at) if "Intent Violation Rate" in f["layout"]["title"]["text"])
+    bars = {t["name"]: t for t in fig["data"]}
+    assert decode(bars["IVR · mandated"]["y"]) == [0.0]
+    assert decode(bars["IVR · incentivized"]["y"]) == [pytest.approx(4 / 7)]
+    assert "published" in bars["Published: IVR paper"]["name"].lower()
+    page = texts(at) + html(at)
+    assert "| m-b | incentivized | 100.0% (14/14) | 0.571 [" in page
+    assert "PUBLISHED" in page and "Claude Sonnet 4.6" in page and "54.5%" in page
+    dispose_engines()

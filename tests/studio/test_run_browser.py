@@ -222,11 +222,16 @@ def test_launch_from_the_page_and_watch_it_finish(
             # Probe: two of the default models are offered and chosen.
             button(page, "run_probe_button").click()
             expect(page.get_by_text("Default models available: 2 of 5")).to_be_visible()
+            settle(page)  # the rerun that chose the models must end before the next input
+            models = page.locator(".st-key-run_models")
+            expect(models).to_contain_text("llama-3.1-8b-instant")
+            expect(models).to_contain_text("openai/gpt-oss-20b")
 
             # The dry run shows the matrix before anything is sent; then launch.
             concurrency = page.locator(".st-key-run_concurrency input")
             concurrency.fill("3")
             concurrency.press("Enter")
+            expect(concurrency).to_have_value("3")
             settle(page)
             launch = button(page, "run_launch")
             expect(launch).to_contain_text("Launch 36 calls")
@@ -239,14 +244,15 @@ def test_launch_from_the_page_and_watch_it_finish(
 
             # The live panel refreshes by itself: no click, no reload.
             card = page.locator('[class*="st-key-run_card_"]').first
-            expect(card.get_by_text("running")).to_be_visible(timeout=60_000)
+            badge = card.locator(".stMarkdownBadge")
+            expect(badge).to_contain_text("running", timeout=60_000)
             expect(card.locator('[data-testid="stMetricValue"]').first).not_to_have_text(
                 "0 / 36", timeout=60_000
             )
             card.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "run-live-running.png"), full_page=True)
             expect(card.get_by_text("36 / 36 cells (100%)")).to_be_visible(timeout=90_000)
-            expect(card.get_by_text("finished")).to_be_visible()
+            expect(badge).to_contain_text("finished")
             expect(card.get_by_text("Strict accuracy so far")).to_be_visible()
             expect(card.get_by_text("100% (6/6)").first).to_be_visible()
             time.sleep(0.5)
