@@ -247,7 +247,7 @@ class TerminalProgress:
             self._last_pct = step
             self.stream.write(
                 f"progress {p.done}/{p.total} ({pct}%) ok={p.ok} errors={p.errors} "
-                f"rate={_fmt_rate(p.rate)} eta={_fmt_eta(p.eta_s)}\n"
+                f"rate={p.rate:.2f}/s eta={_fmt_eta(p.eta_s)}\n"
             )
         self._last = now
         self.stream.flush()
@@ -272,12 +272,47 @@ class Finished:
     messages_sha256: str
 
 
-class Writer(threading.Thread):
-    """Scores finished requests and commits them, off the event loop.
+class Scorer(threading.Thread):
+    """Scores committed records, apart from the writer.
 
-    It takes whatever has arrived (up to ``batch`` items) and commits it in one
-    transaction, so under light load each record is its own commit and under
-    heavy load commits keep pace without a queue building up.
+    Storing an answer never waits for its scoring (an ``exec`` check runs a
+    sandboxed process for each record), so a kill loses only requests in
+    flight. Records a kill left unscored are scored when the run resumes
+    (or by ``cvb score``).
+    """
+
+    def __init__(self, url: str, library: dict[str, LoadedScenario]) -> None:
+        super().__init__(name="cvb-scorer", daemon=True)
+        self.url = url
+        self.library = library
+        self.inbox: queue.Queue[int | None] = queue.Queue()
+        self.failure: BaseException | None = None
+        self.scored = 0
+
+    def run(self) -> None:
+        try:
+            with Session(get_engine(self.url), expire_on_commit=False) as session:
+                while (record_id := self.inbox.get()) is not None:
+                    record = session.get(Record, record_id)
+                    if record is None or record.status != "ok":
+                        continue
+                    loaded = self.library.get(record.scenario_id)
+                    if loaded is None:
+                        continue
+                    scored = score_response(loaded.scenario, record.response or "")
+                    save_scores(session, record, scored, fresh=record.scored_at is None)
+                    session.commit()
+                    session.expunge_all()
+                    self.scored += 1
+        except BaseException as exc:  # surfaced by the runner
+            self.failure = exc
+
+
+class Writer(threading.Thread):
+    """Commits finished requests as they arrive, off the event loop.
+
+    Each answer is its own transaction; scoring happens afterwards, in the
+    :class:`Scorer`, so a slow check never delays a commit.
     """
 
     def __init__(
@@ -288,8 +323,10 @@ class Writer(threading.Thread):
         *,
         capacity: int = 8,
         stored: dict[Cell, int] | None = None,
+        scorer: Scorer | None = None,
     ) -> None:
         super().__init__(name="cvb-writer", daemon=True)
+        self.scorer = scorer
         self.url = url
         self.run_id = run_id
         self.library = library
@@ -340,6 +377,7 @@ class Writer(threading.Thread):
                 self._store(session, item)
             self._heartbeat(session)
             session.commit()
+            self._to_scorer(items)
         except IntegrityError:
             # Another process stored one of these cells meanwhile: redo one by one.
             session.rollback()
@@ -355,7 +393,14 @@ class Writer(threading.Thread):
                         session.commit()
                     except IntegrityError:
                         session.rollback()
+            self._to_scorer(items)
         self.written += len(items)
+
+    def _to_scorer(self, items: list[Finished]) -> None:
+        for item in items:
+            record_id = self.stored.get(item.cell)
+            if item.status == "ok" and record_id is not None and self.scorer is not None:
+                self.scorer.inbox.put(record_id)
 
     def _store(self, session: Session, item: Finished) -> None:
         model, sid, arm, rep = item.cell
@@ -390,9 +435,9 @@ class Writer(threading.Thread):
         session.flush()
         if record.id is not None:
             self.stored[item.cell] = record.id
-        if item.status == "ok":
-            scored = score_response(loaded.scenario, item.response or "")
-            save_scores(session, record, scored, fresh=existing is None)
+        if existing is not None:
+            # An error record turned into an answer: clear any old scoring.
+            record.scored_at = None
 
     def _adopt(self, session: Session, cell: Cell) -> None:
         """Learn the id of a record another process stored for ``cell``."""
@@ -771,9 +816,26 @@ class BenchmarkRun:
         with Session(engine, expire_on_commit=False) as session:
             run_id, todo, stored = self.bind(matrix, session)
         progress = Progress(total=len(todo), skipped=matrix.size - len(todo))
+        scorer = Scorer(database_url(url), self.library)
         writer = Writer(
-            database_url(url), run_id, self.library, capacity=self.o.concurrency, stored=stored
+            database_url(url),
+            run_id,
+            self.library,
+            capacity=self.o.concurrency,
+            stored=stored,
+            scorer=scorer,
         )
+        with Session(engine) as session:  # answers a kill left unscored
+            for record_id in session.exec(
+                select(Record.id).where(
+                    Record.run_id == run_id,
+                    Record.status == "ok",
+                    col(Record.scored_at).is_(None),
+                )
+            ):
+                if record_id is not None:
+                    scorer.inbox.put(record_id)
+        scorer.start()
         writer.start()
         status = "finished"
         try:
@@ -791,18 +853,22 @@ class BenchmarkRun:
                 except queue.Full:
                     await asyncio.sleep(0.01)
             await asyncio.to_thread(writer.join)
+            scorer.inbox.put(None)
+            await asyncio.to_thread(scorer.join)
+            failure = writer.failure or scorer.failure
             with Session(engine) as session:
                 run = session.get(Run, run_id)
                 if run is not None:
-                    run.status = status if writer.failure is None else "failed"
+                    run.status = status if failure is None else "failed"
                     run.updated = utcnow()
                     run.pid = None
                     session.add(run)
                     session.commit()
             if self.on_progress:
                 self.on_progress(progress, True)
-        if writer.failure is not None:
-            raise RunError(f"storing results failed: {writer.failure}") from writer.failure
+        failure = writer.failure or scorer.failure
+        if failure is not None:
+            raise RunError(f"storing results failed: {failure}") from failure
         return RunOutcome(run_id, matrix, progress, status)
 
     async def _send(

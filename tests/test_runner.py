@@ -499,7 +499,7 @@ def test_api_key_appears_in_no_file_and_no_output(cli_run: CliRun) -> None:
 
 
 PROGRESS_LINE = re.compile(
-    r"^progress (\d+)/(\d+) \((\d+)%\) ok=(\d+) errors=(\d+) rate=\d+\.\d/s "
+    r"^progress (\d+)/(\d+) \((\d+)%\) ok=(\d+) errors=(\d+) rate=\d+\.\d+/s "
     r"eta=(\d\d:\d\d|\d+:\d\d:\d\d|--:--)$"
 )
 
