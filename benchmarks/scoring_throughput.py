@@ -28,8 +28,6 @@ import sys
 import time
 from typing import Any
 
-import regex
-
 from cvb_engine.scenario import Scenario
 from cvb_engine.scoring import score_code
 
@@ -49,17 +47,17 @@ BODIES = [
     "    resp = requests.get(url, timeout=5)\n    return resp.json()",
     "    with httpx.Client(timeout=10) as client:\n        return client.get(url).json()",
     "    out = sp.run(cmd, shell=True, capture_output=True)\n    return out.stdout",
-    "    return run([\"ls\", path], check=True).stdout",
-    "    log = logging.getLogger(__name__)\n    log.info(\"fetching %s\", url)",
-    "    print(f\"fetching {url}\")",
+    '    return run(["ls", path], check=True).stdout',
+    '    log = logging.getLogger(__name__)\n    log.info("fetching %s", url)',
+    '    print(f"fetching {url}")',
     "    stamp = datetime.now()\n    return stamp.isoformat()",
     "    stamp = datetime.now(timezone.utc)\n    return stamp.isoformat()",
     "    data = yaml.load(text)\n    return data",
     "    data = yaml.safe_load(text)\n    return data",
-    "    cur.execute(f\"SELECT * FROM users WHERE id = {uid}\")",
-    "    cur.execute(\"SELECT * FROM users WHERE id = ?\", (uid,))",
+    '    cur.execute(f"SELECT * FROM users WHERE id = {uid}")',
+    '    cur.execute("SELECT * FROM users WHERE id = ?", (uid,))',
     "    try:\n        return int(value)\n    except:\n        return None",
-    "    with open(path, encoding=\"utf-8\") as fh:\n        return fh.read()",
+    '    with open(path, encoding="utf-8") as fh:\n        return fh.read()',
 ]
 
 SCENARIO: dict[str, Any] = {
@@ -74,7 +72,11 @@ SCENARIO: dict[str, Any] = {
             "text": "The team standardized on httpx after the socket incident.",
             "checks": [
                 {"kind": "python-ast", "rule": "forbid-import", "names": ["requests"]},
-                {"kind": "regex", "forbid": r"\brequests\.(get|post)\(", "ignore_comments_and_strings": True},
+                {
+                    "kind": "regex",
+                    "forbid": r"\brequests\.(get|post)\(",
+                    "ignore_comments_and_strings": True,
+                },
             ],
         },
         {
@@ -126,7 +128,9 @@ def make_code(rng: random.Random) -> str:
     imports = rng.sample(IMPORTS, 4)
     funcs = []
     for i in range(rng.randint(2, 4)):
-        funcs.append(f"def task_{i}(url, path, cmd, uid, text, value, cur):\n    \"\"\"Step {i}.\"\"\"\n{rng.choice(BODIES)}\n")
+        funcs.append(
+            f'def task_{i}(url, path, cmd, uid, text, value, cur):\n    """Step {i}."""\n{rng.choice(BODIES)}\n'
+        )
     return "\n".join(imports) + "\n\n\n" + "\n\n".join(funcs)
 
 
@@ -161,7 +165,9 @@ def phase(name: str, n: int, seed: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--phase", choices=["baseline", "scoring"], help=argparse.SUPPRESS)
@@ -172,7 +178,16 @@ def main() -> None:
     results = {}
     for name in ("baseline", "scoring"):
         out = subprocess.run(
-            [sys.executable, __file__, "--phase", name, "--records", str(args.records), "--seed", str(args.seed)],
+            [
+                sys.executable,
+                __file__,
+                "--phase",
+                name,
+                "--records",
+                str(args.records),
+                "--seed",
+                str(args.seed),
+            ],
             check=True,
             capture_output=True,
             text=True,
@@ -180,8 +195,12 @@ def main() -> None:
         results[name] = json.loads(out.stdout)
     b, s = results["baseline"], results["scoring"]
     print(f"records: {args.records} (2–4 constraints each, regex + python-ast checks)")
-    print(f"baseline (ast.parse + regex search): {b['records_per_s']:,.0f} records/s, peak {b['peak_mb']:.0f} MB")
-    print(f"scoring  (score_code, every check):  {s['records_per_s']:,.0f} records/s, peak {s['peak_mb']:.0f} MB")
+    print(
+        f"baseline (ast.parse + regex search): {b['records_per_s']:,.0f} records/s, peak {b['peak_mb']:.0f} MB"
+    )
+    print(
+        f"scoring  (score_code, every check):  {s['records_per_s']:,.0f} records/s, peak {s['peak_mb']:.0f} MB"
+    )
     print(f"time ratio scoring/baseline: {s['seconds'] / b['seconds']:.2f}x (goal <= 1.5x)")
     print(f"strictly accurate records: {s['strict']}")
 

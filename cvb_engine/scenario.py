@@ -240,7 +240,7 @@ def _walk(
             if not isinstance(key, ScalarNode):
                 raise _NodeProblem(key, "mapping keys must be plain strings")
             if key.tag != "tag:yaml.org,2002:str":
-                raise _NodeProblem(key, f"mapping key {key.value!r} is not a plain string")
+                raise _NodeProblem(key, f"mapping key {key.value!r} is not a plain string", "E002")
             if key.value in seen:
                 raise _NodeProblem(
                     key,
@@ -254,9 +254,10 @@ def _walk(
 
 
 class _NodeProblem(Exception):
-    def __init__(self, node: Node, message: str) -> None:
+    def __init__(self, node: Node, message: str, code: str = "E001") -> None:
         super().__init__(message)
         self.line = node.start_mark.line + 1
+        self.code = code
 
 
 def _line_for(lines: dict[tuple[str | int, ...], int], loc: Iterable[str | int]) -> int:
@@ -368,7 +369,7 @@ def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], i
             lines[loc] = line
         data = loader.construct_document(node)
     except _NodeProblem as exc:
-        raise ScenarioError([Problem(path, exc.line, str(exc))]) from None
+        raise ScenarioError([Problem(path, exc.line, str(exc), code=exc.code)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
@@ -478,16 +479,16 @@ def load_file(path: str | Path) -> LoadedScenario:
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
     """Scenario files under ``paths`` (files as given, directories searched for *.yaml/*.yml)."""
-    found: list[Path] = []
+    found: dict[Path, Path] = {}  # resolved → as given: a file named twice is linted once
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found.extend(
-                sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
-            )
+            for q in sorted(p.rglob("*")):
+                if q.suffix in (".yaml", ".yml") and q.is_file():
+                    found.setdefault(q.resolve(), q)
         else:
-            found.append(p)
-    return found
+            found.setdefault(p.resolve(), p)
+    return list(found.values())
 
 
 def load_all(paths: Iterable[str | Path]) -> tuple[list[LoadedScenario], list[Problem]]:

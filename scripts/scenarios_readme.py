@@ -1,7 +1,7 @@
 """Write scenarios/README.md: the canary and a table of every scenario.
 
-    python scripts/scenarios_readme.py          # rewrite the file
-    python scripts/scenarios_readme.py --check  # exit 1 if it is out of date (used by the tests)
+python scripts/scenarios_readme.py          # rewrite the file
+python scripts/scenarios_readme.py --check  # exit 1 if it is out of date (used by the tests)
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ def main() -> int:
     if args.check:
         current = target.read_text(encoding="utf-8") if target.exists() else ""
         if current != text:
-            print(f"{target} is out of date: run python scripts/scenarios_readme.py", file=sys.stderr)
+            print(
+                f"{target} is out of date: run python scripts/scenarios_readme.py", file=sys.stderr
+            )
             return 1
         return 0
     target.write_text(text, encoding="utf-8")

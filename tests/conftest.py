@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pg_server import PgServer  # noqa: E402
+from pg_server import PgServer
 
 from cvb_engine.scenario import CANARY
 from cvb_engine.store import dispose_engines

@@ -131,7 +131,8 @@ EXPECTED: dict[str, tuple[Codes, Lines]] = {
     "sample-not-string": ("E002", 37),
     "samples-unknown-key": ("E002", 43),
     "stated-tests-list": ("E002", (43, 44)),
-    "surrogate-escape-key": ("E002", 4),
+    # libyaml refuses the lone surrogate escape while parsing: unreadable YAML
+    "surrogate-escape-key": ("E001", 4),
     "text-too-short": ("E002", 28),
     "title-null": ("E002", 5),
     "title-number": ("E002", 5),

@@ -13,11 +13,11 @@ from sqlmodel import Session
 from cvb_engine.store import (
     SCHEMA_VERSION,
     Meta,
-    StoreError,
     Record,
     Run,
-    get_engine,
+    StoreError,
     dispose_engines,
+    get_engine,
     redact_params,
 )
 
