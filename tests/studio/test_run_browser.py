@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from browser_support import CHROMIUM, CHROMIUM_ARGS, STARTUP_S, free_port, stop
 
 from cvb_engine import score_code
 from cvb_engine.prompts import build_messages
@@ -35,28 +34,11 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 KEY_VAR = "CVB_TEST_BROWSER_KEY"
 KEY = "sk-browser-LeakCanary-91d0c7"
 MODELS = "llama-3.1-8b-instant,openai/gpt-oss-20b,some-other-model"
 SCENARIOS = {"http-client-choice": "library-choice", "shell-command-runner": "security"}
-STARTUP_S = 60
 UI_TIMEOUT_MS = 30_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def replies(scenarios: Path) -> dict[str, str]:
@@ -77,18 +59,6 @@ def replies(scenarios: Path) -> dict[str, str]:
         table[memory[: memory.index("\n---\n")]] = f"```python\n{good if i == 0 else bad}\n```"
         cold[sc.task.strip()] = f"```python\n{bad}\n```"
     return {**table, **cold}
-
-
-def stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
-    """Stop a process started in its own group, and what it started."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 @pytest.fixture
