@@ -294,16 +294,20 @@ class Scorer(threading.Thread):
             with Session(get_engine(self.url), expire_on_commit=False) as session:
                 while (record_id := self.inbox.get()) is not None:
                     record = session.get(Record, record_id)
-                    if record is None or record.status != "ok":
+                    if record is None or record.status != "ok" or record.scored_at is not None:
                         continue
                     loaded = self.library.get(record.scenario_id)
                     if loaded is None:
                         continue
                     scored = score_response(loaded.scenario, record.response or "")
-                    save_scores(session, record, scored, fresh=record.scored_at is None)
-                    session.commit()
+                    try:
+                        save_scores(session, record, scored, fresh=True)
+                        session.commit()
+                        self.scored += 1
+                    except IntegrityError:
+                        # Another process resuming the same run scored it first.
+                        session.rollback()
                     session.expunge_all()
-                    self.scored += 1
         except BaseException as exc:  # surfaced by the runner
             self.failure = exc
 
@@ -339,6 +343,8 @@ class Writer(threading.Thread):
         # Cells that already have a (error) record in the store, by record id;
         # every other cell is known to be new, and is inserted without a lookup.
         self.stored = dict(stored or {})
+        # Answers this writer stored in its last transaction (they go to the scorer).
+        self.written_cells: set[Cell] = set()
         self.failure: BaseException | None = None
         self.written = 0
         self._last_beat = 0.0
@@ -381,26 +387,34 @@ class Writer(threading.Thread):
         except IntegrityError:
             # Another process stored one of these cells meanwhile: redo one by one.
             session.rollback()
+            self.written_cells.clear()
             for item in items:
                 try:
                     self._store(session, item)
                     session.commit()
                 except IntegrityError:
                     session.rollback()
+                    self.written_cells.discard(item.cell)
                     self._adopt(session, item.cell)
                     try:
                         self._store(session, item)
                         session.commit()
                     except IntegrityError:
                         session.rollback()
+                        self.written_cells.discard(item.cell)
             self._to_scorer(items)
         self.written += len(items)
 
     def _to_scorer(self, items: list[Finished]) -> None:
         for item in items:
             record_id = self.stored.get(item.cell)
-            if item.status == "ok" and record_id is not None and self.scorer is not None:
+            if (
+                item.cell in self.written_cells
+                and record_id is not None
+                and self.scorer is not None
+            ):
                 self.scorer.inbox.put(record_id)
+        self.written_cells.clear()
 
     def _store(self, session: Session, item: Finished) -> None:
         model, sid, arm, rep = item.cell
@@ -435,6 +449,8 @@ class Writer(threading.Thread):
         session.flush()
         if record.id is not None:
             self.stored[item.cell] = record.id
+        if item.status == "ok":
+            self.written_cells.add(item.cell)
         if existing is not None:
             # An error record turned into an answer: clear any old scoring.
             record.scored_at = None
@@ -804,7 +820,14 @@ class BenchmarkRun:
         run.host = socket.gethostname()
         run.updated = utcnow()
         session.add(run)
-        session.commit()
+        try:
+            session.commit()
+        except IntegrityError:
+            # Another process created this run id a moment ago: bind to it instead.
+            session.rollback()
+            if self.o.run_id is None:
+                raise
+            return self.bind(matrix, session)
         return run_id, todo, stored
 
     async def execute(self) -> RunOutcome:

@@ -150,3 +150,92 @@ def test_a_newer_store_is_refused_without_change(tmp_path: Path) -> None:
     assert out.returncode == 2 and "newer" in out.stderr
     assert stored_version(get_engine(url, create=False)) == 99
     assert len((tmp_path / "new.db").read_bytes()) == len(before)
+
+
+def test_concurrent_runs_share_one_store_without_duplicates(
+    scenario_dir: Path, tmp_path: Path, db_url: str
+) -> None:
+    """Two `cvb run` processes on different runs and a third on the same run id as
+    the first, all at once, while a reader polls the store: every cell once."""
+    import os
+    import time
+
+    from cvb_engine.monitor import accuracy_so_far, run_progress  # the Run page's readers
+
+    fake = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).parent / "fake_openai.py"),
+            "--port",
+            "0",
+            "--models",
+            "m-a,m-b",
+            "--delay",
+            "0.05",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert fake.stdout is not None
+        base_url = fake.stdout.readline().split()[1]
+        env = {**os.environ, "CVB_DATABASE_URL": db_url}
+
+        def start(run_id: str) -> subprocess.Popen[str]:
+            return subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "cvb_engine.cli",
+                    "run",
+                    "--scenarios",
+                    str(scenario_dir),
+                    "--models",
+                    "m-a,m-b",
+                    "--runs",
+                    "3",
+                    "--base-url",
+                    base_url,
+                    "--api-key-env",
+                    "",
+                    "--concurrency",
+                    "3",
+                    "--run-id",
+                    run_id,
+                    "--quiet",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+
+        procs = [start("team-a"), start("team-b"), start("team-a")]
+        reads = 0
+        while any(p.poll() is None for p in procs):
+            with Session(get_engine(db_url)) as session:
+                progress = run_progress(session, "team-a")
+                if progress is not None:
+                    accuracy_so_far(session, "team-a")
+                    reads += 1
+            time.sleep(0.1)
+        outputs = [p.communicate() for p in procs]
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out + err
+        assert "Traceback" not in err
+    assert reads > 0
+    with Session(get_engine(db_url)) as session:
+        for run_id in ("team-a", "team-b"):
+            cells = session.exec(
+                select(Record.model, Record.scenario_id, Record.arm, Record.rep).where(
+                    Record.run_id == run_id
+                )
+            ).all()
+            assert len(cells) == len(set(cells)) == 2 * 3 * 3, run_id
+            unscored = session.exec(
+                select(Record.id).where(Record.run_id == run_id, Record.scored_at == None)  # noqa: E711
+            ).all()
+            assert unscored == []
