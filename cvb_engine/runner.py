@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TextIO
 
 import httpx2
@@ -270,6 +271,8 @@ class Finished:
     finish_reason: str | None
     attempts: int
     messages_sha256: str
+    # Called by the writer once the record is committed (or could not be stored).
+    on_commit: Callable[[], object] | None = None
 
 
 class Scorer(threading.Thread):
@@ -404,6 +407,9 @@ class Writer(threading.Thread):
                         self.written_cells.discard(item.cell)
             self._to_scorer(items)
         self.written += len(items)
+        for item in items:
+            if item.on_commit is not None:
+                item.on_commit()
 
     def _to_scorer(self, items: list[Finished]) -> None:
         for item in items:
@@ -486,6 +492,11 @@ class Writer(threading.Thread):
 
 class FatalEndpointError(RunError):
     """The endpoint refuses every request (bad key, no permission): stop the run."""
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _retry_after(exc: openai.APIStatusError, cap: float) -> float | None:
@@ -908,6 +919,8 @@ class BenchmarkRun:
                 messages_cache[key_] = (msgs, messages_sha256(msgs))
             return messages_cache[key_]
 
+        loop = asyncio.get_running_loop()
+
         async def worker() -> None:
             for cell in pending:
                 model, sid, arm, rep = cell
@@ -927,6 +940,8 @@ class BenchmarkRun:
                 )
                 result.cell = cell
                 result.messages_sha256 = digest
+                committed = loop.create_future()
+                result.on_commit = partial(loop.call_soon_threadsafe, _resolve, committed)
                 while True:  # wait for room without blocking the event loop
                     if writer.failure is not None or not writer.is_alive():
                         raise RunError(f"storing results failed: {writer.failure}")
@@ -935,6 +950,14 @@ class BenchmarkRun:
                         break
                     except queue.Full:
                         await asyncio.sleep(0.005)
+                # The next request waits until this answer is committed: a kill -9
+                # then loses at most one answer per worker, i.e. what is in flight.
+                while not committed.done():
+                    await asyncio.wait({committed}, timeout=0.5)
+                    if not committed.done() and (
+                        writer.failure is not None or not writer.is_alive()
+                    ):
+                        raise RunError(f"storing results failed: {writer.failure}")
                 if result.status == "ok":
                     progress.ok += 1
                 else:
