@@ -1,0 +1,74 @@
+"""`cvb report` round trip: a stored run → results file → read back, every export format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_dbtools import reply, run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_openai import FakeOpenAI
+
+
+def cvb(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cvb_engine.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_report_exports_and_reads_its_results_file_back(scenario_dir: Path, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with FakeOpenAI(models=["m-a", "m-b"], reply=reply) as server:
+        run(scenario_dir, server.base_url, url, "rt")
+    out = {k: tmp_path / f"out.{k}" for k in ("md", "json", "csv", "html")}
+    made = cvb(
+        "report",
+        "rt",
+        "--db",
+        url,
+        "--markdown",
+        str(out["md"]),
+        "--json",
+        str(out["json"]),
+        "--csv",
+        str(out["csv"]),
+        "--html",
+        str(out["html"]),
+    )
+    assert made.returncode == 0, made.stderr
+    data = json.loads(out["json"].read_text())
+    assert data["format"] == "cvb-results/1" and len(data["records"]) == 12
+    assert out["csv"].read_text().count("\n") == 13
+    html = out["html"].read_text()
+    assert html.lstrip().lower().startswith("<!doctype html") and "<script" not in html.lower()
+    back = cvb("report", str(out["json"]))
+    assert back.returncode == 0, back.stderr
+    # The same tables whether computed from the store or from the file.
+    table = out["md"].read_text().split("## Strict accuracy", 1)[1]
+    assert (
+        table.split("## By category")[0]
+        == back.stdout.split("## Strict accuracy", 1)[1].split("## By category")[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        pytest.param("{not json", ":1: not valid JSON", id="syntax"),
+        pytest.param('{"format": "other"}', "format: expected 'cvb-results/1'", id="format"),
+        pytest.param(
+            '{"format": "cvb-results/1", "records": [{"model": 3}]}', "records[0].model", id="field"
+        ),
+    ],
+)
+def test_a_bad_results_file_is_named_with_its_field(
+    tmp_path: Path, content: str, fragment: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content, encoding="utf-8")
+    out = cvb("report", str(bad))
+    assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr
