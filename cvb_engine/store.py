@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import Column, Index, Text, UniqueConstraint, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 SCHEMA_VERSION = 2
@@ -151,6 +153,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 _ENGINES: dict[str, Engine] = {}
+_ENGINES_LOCK = threading.Lock()
 
 
 def get_engine(url: str | None = None, *, create: bool = True) -> Engine:
@@ -163,6 +166,16 @@ def get_engine(url: str | None = None, *, create: bool = True) -> Engine:
     engine = _ENGINES.get(resolved)
     if engine is not None:
         return engine
+    # One creator at a time in this process: two threads (a runner and a live
+    # view) opening a fresh store would otherwise both create its tables.
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(resolved)
+        if engine is not None:
+            return engine
+        return _new_engine(resolved, create)
+
+
+def _new_engine(resolved: str, create: bool) -> Engine:
     if resolved.startswith("sqlite:///") and not resolved.startswith("sqlite:///:memory:"):
         Path(resolved.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     kwargs: dict[str, Any] = {}
@@ -226,11 +239,7 @@ def init_schema(engine: Engine) -> None:
     """
     version = stored_version(engine)
     if version is None:
-        SQLModel.metadata.create_all(engine)
-        with Session(engine) as session:
-            if session.get(Meta, "schema_version") is None:
-                session.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
-                session.commit()
+        _create_schema(engine)
         return
     if version > SCHEMA_VERSION:
         raise StoreError(
@@ -242,6 +251,31 @@ def init_schema(engine: Engine) -> None:
             f"the store at {_label(engine)} has schema version {version}; this cvb-studio uses "
             f"{SCHEMA_VERSION}. Migrate it with: cvb db upgrade --db '{_label(engine)}'"
         )
+
+
+def _create_schema(engine: Engine) -> None:
+    """Create the tables and the version row, safe against another process doing the same.
+
+    PostgreSQL serialises creators with an advisory lock; elsewhere a creator
+    that loses the race sees the tables exist and leaves them be.
+    """
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(7261033120)"))
+            SQLModel.metadata.create_all(conn)
+            present = conn.execute(
+                text("SELECT count(*) FROM meta WHERE key = 'schema_version'")
+            ).scalar()
+            if not present:
+                conn.execute(
+                    text("INSERT INTO meta (key, value) VALUES ('schema_version', :v)"),
+                    {"v": str(SCHEMA_VERSION)},
+                )
+    except DBAPIError:
+        # Another process created the schema between our check and our CREATE.
+        if stored_version(engine) is None:
+            raise
 
 
 def upgrade_schema(engine: Engine) -> list[int]:

@@ -82,3 +82,30 @@ def test_redact_params_keeps_the_variable_name_only() -> None:
     clean = redact_params(params)
     assert clean == {"api_key_env": "GROQ_API_KEY", "nested": {"ok": 1}}
     assert "sk-secret" not in json.dumps(clean)
+
+
+def test_a_fresh_store_opened_at_once_by_threads_and_processes(db_url: str) -> None:
+    """A runner thread, a live view and other processes may all open a new store first."""
+    import subprocess
+    import sys
+    import threading
+
+    code = "import sys; from cvb_engine.store import get_engine; get_engine(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, db_url]) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            get_engine(db_url)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
+    assert errors == []
+    with Session(get_engine(db_url)) as session:
+        assert session.get(Meta, "schema_version") is not None
