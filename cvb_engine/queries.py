@@ -271,6 +271,13 @@ def only_when_ordered(
 # --------------------------------------------------------------------------- compare runs
 
 
+def _difference(a: Rate | Interval | None, b: Rate | Interval | None) -> float | None:
+    """B − A of two point estimates, None when either is missing."""
+    if a is None or b is None or a.value is None or b.value is None:
+        return None
+    return b.value - a.value
+
+
 @dataclass(frozen=True)
 class ArmDelta:
     """Strict accuracy of one (model, arm) in run A and run B."""
@@ -282,9 +289,7 @@ class ArmDelta:
 
     @property
     def delta(self) -> float | None:
-        if self.a is None or self.b is None or self.a.value is None or self.b.value is None:
-            return None
-        return self.b.value - self.a.value
+        return _difference(self.a, self.b)
 
 
 @dataclass(frozen=True)
@@ -297,9 +302,7 @@ class GapDelta:
 
     @property
     def delta(self) -> float | None:
-        if self.a is None or self.b is None or self.a.value is None or self.b.value is None:
-            return None
-        return self.b.value - self.a.value
+        return _difference(self.a, self.b)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from proc_scan import processes_with
 
 from cvb_engine import sandbox
 from cvb_engine.sandbox import Limits, SandboxError, run_many, run_python
@@ -42,25 +43,6 @@ def marked_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
     root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(root))
     yield root, marker
-
-
-def processes_with(marker: str, wait_s: float = 1.0) -> list[str]:
-    """Command lines of live processes that mention ``marker`` (waiting briefly for exits)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == os.getpid():
-                continue
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 # --- verdicts and reasons -------------------------------------------------------

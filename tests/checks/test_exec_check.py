@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from proc_scan import processes_with
 from pydantic import ValidationError
 
 from cvb_engine import sandbox
@@ -475,21 +476,7 @@ class Arena:
         return {p.name: p.read_text() for p in sorted(self.outside.iterdir())}
 
     def leftovers(self, wait_s: float = 1.0) -> list[str]:
-        deadline = time.monotonic() + wait_s
-        while True:
-            found = []
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit() or int(entry) == os.getpid():
-                    continue
-                try:
-                    cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if self.marker.encode() in cmdline:
-                    found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:160])
-            if not found or time.monotonic() > deadline:
-                return found
-            time.sleep(0.05)
+        return processes_with(self.marker, wait_s)
 
     def connections(self) -> int:
         count = 0
