@@ -1238,6 +1238,9 @@ _ZYGOTE_START_S = 20.0
 # How long a zygote may take to clean up after an execution before it is torn down.
 _ZYGOTE_SWEEP_S = 2.0
 _ZYGOTE_IDLE_MAX = 8
+# An idle zygote is closed after this long: a studio left open holds no processes,
+# and a batch of executions (audit, lint, re-scoring) keeps reusing its zygotes.
+_ZYGOTE_IDLE_S = 2.0
 
 
 class _ZygoteLost(RuntimeError):
@@ -1257,6 +1260,7 @@ class _Zygote:
         self._buffer = b""
         self.status: int | None = None
         self.lost = False
+        self.idle_since = 0.0
         # the zygote's own stderr, read only when it fails to start
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         self._start(limits)
@@ -1444,6 +1448,7 @@ class _ZygotePool:
         self._lock = threading.Lock()
         self._idle: list[_Zygote] = []
         self._disabled: str | None = None
+        self._janitor: threading.Thread | None = None
 
     def run(self, code: str, test: str, timeout_s: float, limits: Limits) -> ExecResult | None:
         """One execution in a zygote; None when zygotes do not work here (use a one-shot launch)."""
@@ -1495,9 +1500,31 @@ class _ZygotePool:
     def _give_back(self, zygote: _Zygote) -> None:
         with self._lock:
             if len(self._idle) < _ZYGOTE_IDLE_MAX:
+                zygote.idle_since = time.monotonic()
                 self._idle.append(zygote)
+                if self._janitor is None:
+                    self._janitor = threading.Thread(
+                        target=self._retire_idle, name="cvb-zygote-janitor", daemon=True
+                    )
+                    self._janitor.start()
                 return
         zygote.close()
+
+    def _retire_idle(self) -> None:
+        """Close zygotes idle for ``_ZYGOTE_IDLE_S``; end when none is left."""
+        while True:
+            time.sleep(_ZYGOTE_IDLE_S / 4)
+            now = time.monotonic()
+            with self._lock:
+                expired = [z for z in self._idle if now - z.idle_since > _ZYGOTE_IDLE_S]
+                self._idle = [z for z in self._idle if z not in expired]
+                done = not self._idle
+                if done:
+                    self._janitor = None
+            for zygote in expired:
+                zygote.close()
+            if done:
+                return
 
     def shutdown(self) -> None:
         with self._lock:

@@ -551,8 +551,10 @@ def test_zygote_is_replaced_after_a_timeout(zygote: None) -> None:
     run_python("x = 1", "assert x == 1")
     infra = sandbox.zygote_pids()
     assert run_python("while True:\n    pass\n", "pass", timeout_s=0.5).timed_out
-    for pid in infra:
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    deadline = time.monotonic() + 5
+    while any(alive(pid) for pid in infra) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in infra)
     assert run_python("x = 1", "assert x == 1").passed
     assert set(sandbox.zygote_pids()).isdisjoint(infra)
 
@@ -575,3 +577,25 @@ def test_a_zygote_killed_while_idle_is_replaced_without_failing_a_run(zygote: No
     result = run_python("x = 1", "assert x == 1")
     assert result.passed, result.reason
     assert set(sandbox.zygote_pids()).isdisjoint(infra)
+
+
+def test_idle_zygotes_are_closed(zygote: None) -> None:
+    run_python("x = 1", "assert x == 1")
+    infra = sandbox.zygote_pids()
+    assert infra
+    deadline = time.monotonic() + 10
+    while sandbox.zygote_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sandbox.zygote_pids() == []
+    while any(alive(pid) for pid in infra) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(pid) for pid in infra)
+
+
+def alive(pid: int) -> bool:
+    """Running or sleeping: not gone, and not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
