@@ -1240,7 +1240,7 @@ _ZYGOTE_SWEEP_S = 2.0
 _ZYGOTE_IDLE_MAX = 8
 # An idle zygote is closed after this long: a studio left open holds no processes,
 # and a batch of executions (audit, lint, re-scoring) keeps reusing its zygotes.
-_ZYGOTE_IDLE_S = 2.0
+_ZYGOTE_IDLE_S = 1.0
 
 
 class _ZygoteLost(RuntimeError):
