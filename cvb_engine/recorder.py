@@ -38,13 +38,14 @@ import itertools
 import os
 import pickle
 import queue
+import select
 import signal
 import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -72,6 +73,8 @@ HEARTBEAT_S = 2.0
 #: The scorer commits at least this often while it has work, so a live view
 #: sees accuracy grow even when checks are slow (``exec`` runs a sandbox).
 SCORE_COMMIT_S = 0.5
+SCORE_GATHER_S = 0.1  # how long the scorer waits for more answers to score together
+SCORE_BATCH = 64  # answers scored in one transaction, at most
 
 _HEADER = struct.Struct(">I")
 
@@ -490,39 +493,67 @@ class _Store:
         return n
 
 
-_STOP = "stop"  # the runner is done: finish everything, then exit
-_ORPHAN = "orphan"  # the runner is gone: commit what has arrived, then exit
+class _Frames:
+    """Frames from the runner, read off the pipe as they come."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.ready: list[object] = []  # parsed, not yet taken
+        self.closed = False  # the runner closed its end (a partial frame is dropped)
+
+    def take(self, timeout: float | None) -> list[object]:
+        """Every whole frame that has arrived, waiting up to ``timeout`` for the first.
+
+        Returns ``[]`` on timeout and once the pipe is closed.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.closed:
+            frames = self._parse()
+            if frames:
+                return frames
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.fd], [], [], wait)[0]:
+                return []
+            chunk = os.read(self.fd, 1 << 16)
+            if chunk:
+                self.buffer += chunk
+            else:
+                self.closed = True
+        return self._parse()
+
+    def _parse(self) -> list[object]:
+        frames, self.ready = self.ready, []
+        buffer = self.buffer
+        while len(buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(buffer)
+            end = _HEADER.size + size
+            if len(buffer) < end:
+                break
+            frames.append(pickle.loads(buffer[_HEADER.size : end]))
+            del buffer[:end]
+        return frames
 
 
 class _Process:
-    """The recorder process: a reader (main thread), a writer and a scorer thread."""
+    """The recorder process: the main thread receives and commits, a thread scores."""
 
-    def __init__(self, setup: Setup, out: _Outbox) -> None:
+    def __init__(self, setup: Setup, frames: _Frames, out: _Outbox) -> None:
         self.store = _Store(setup)
+        self.frames = frames
         self.out = out
-        self.inbox: queue.Queue[tuple[int, Finished] | str] = queue.Queue()
-        self.to_score: queue.Queue[ScoreJob | str] = queue.Queue()
+        self.to_score: queue.Queue[ScoreJob | None] = queue.Queue()
         self.scored = 0
-        self.writer = threading.Thread(target=self._guard, args=(self._write,), daemon=True)
         self.scorer = threading.Thread(target=self._guard, args=(self._score,), daemon=True)
 
-    def run(self, frames: Iterable[object]) -> int:
-        self.writer.start()
+    def run(self) -> int:
         self.scorer.start()
-        end = _ORPHAN
-        for frame in frames:
-            if frame is None:
-                end = _STOP
-                break
-            assert isinstance(frame, tuple)
-            self.inbox.put(frame)
-        self.inbox.put(end)
-        self.writer.join()
+        self._guard(self._write)
         self.scorer.join()
         self.out.send("done", self.scored)
         return 0
 
-    def _guard(self, loop: Any) -> None:
+    def _guard(self, loop: Callable[[], None]) -> None:
         try:
             loop()
         except BaseException as exc:  # any failure ends the recorder
@@ -530,31 +561,26 @@ class _Process:
             os._exit(1)  # every transaction is atomic: nothing is left half-written
 
     def _write(self) -> None:
+        """Group commit: whatever has arrived goes in one transaction, then is acknowledged."""
         with self.store.engine.connect() as conn:
             while True:
-                try:
-                    batch = [self.inbox.get(timeout=HEARTBEAT_S)]
-                except queue.Empty:
-                    self.store.beat(conn)  # slow replies: still a sign of life
-                    continue
-                while True:
-                    try:
-                        batch.append(self.inbox.get_nowait())
-                    except queue.Empty:
-                        break
-                items = [b for b in batch if not isinstance(b, str)]
+                frames = self.frames.take(timeout=HEARTBEAT_S)
+                items = [f for f in frames if isinstance(f, tuple)]
                 if items:
                     jobs = self.store.write(conn, [item for _, item in items])
                     if not self.out.send("ack", [token for token, _ in items]):
-                        batch.append(_ORPHAN)
+                        self.frames.closed = True
                     for job in jobs:
                         self.to_score.put(job)
-                if _ORPHAN in batch:
-                    # What was committed stays; unscored answers are scored on resume.
-                    os._exit(0)
-                if _STOP in batch:
-                    self.to_score.put(_STOP)
+                elif not frames and not self.frames.closed:
+                    self.store.beat(conn)  # slow replies: still a sign of life
+                if None in frames:  # the runner is done: score everything, then exit
+                    self.to_score.put(None)
                     return
+                if self.frames.closed:
+                    # The runner is gone: what was committed stays, and what is left
+                    # unscored is scored when the run resumes.
+                    os._exit(0)
 
     def _score(self) -> None:
         with self.store.engine.connect() as conn:
@@ -562,19 +588,29 @@ class _Process:
                 self.to_score.put(job)
             stop = False
             while not stop:
+                # Gather answers for a moment: one transaction for a few dozen
+                # answers costs much less than one each, and a live view still
+                # sees accuracy grow several times a second.
                 pending = [self.to_score.get()]
-                while True:
+                until = time.monotonic() + SCORE_GATHER_S
+                while len(pending) < SCORE_BATCH and None not in pending:
                     try:
-                        pending.append(self.to_score.get_nowait())
+                        pending.append(
+                            self.to_score.get(timeout=max(0.0, until - time.monotonic()))
+                        )
                     except queue.Empty:
                         break
-                stop = _STOP in pending
-                jobs = collections.deque(j for j in pending if not isinstance(j, str))
+                stop = None in pending
+                jobs = collections.deque(j for j in pending if j is not None)
                 while jobs:
                     # Commit every SCORE_COMMIT_S at least: slow checks still show progress.
                     started = time.monotonic()
                     scored: list[tuple[int, ScoreRows]] = []
-                    while jobs and len(scored) < 64 and time.monotonic() - started < SCORE_COMMIT_S:
+                    while (
+                        jobs
+                        and len(scored) < SCORE_BATCH
+                        and time.monotonic() - started < SCORE_COMMIT_S
+                    ):
                         one = self.store.score(jobs.popleft())
                         if one is not None:
                             scored.append(one)
@@ -588,44 +624,30 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 
 
-def _frames(stream: IO[bytes]) -> Iterable[object]:
-    """Frames from the runner until the pipe closes (a partial frame is dropped)."""
-    while True:
-        header = stream.read(_HEADER.size)
-        if len(header) < _HEADER.size:
-            return
-        (size,) = _HEADER.unpack(header)
-        payload = stream.read(size)
-        if len(payload) < size:
-            return
-        yield pickle.loads(payload)
-
-
 def main() -> int:
     # The runner decides when to stop (Ctrl-C reaches the whole process group).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # Keep the pipes to ourselves: anything else printing (or a sandboxed check's
     # process inheriting fd 1) must not corrupt the frames.
-    inp = os.fdopen(os.dup(0), "rb")
+    frames = _Frames(os.dup(0))
     out = _Outbox(os.fdopen(os.dup(1), "wb"))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)
-    # The scorer thread is CPU-bound; the reader and writer threads wake on I/O and
-    # must get the GIL at once, or every acknowledgement (and so the runner's next
-    # request) waits up to the default 5 ms switch interval, twice.
+    # The scorer thread is CPU-bound; the main thread wakes on I/O and must get
+    # the GIL at once, or every acknowledgement (and so the runner's next
+    # request) waits for up to the default 5 ms switch interval.
     sys.setswitchinterval(0.0005)
-    frames = iter(_frames(inp))
-    setup = next(frames, None)
+    setup, *frames.ready = frames.take(timeout=None) or [None]
     if not isinstance(setup, Setup):
         return 0  # the runner stopped before it bound a run
     try:
-        process = _Process(setup, out)
+        process = _Process(setup, frames, out)
     except Exception as exc:
         out.send("error", _describe(exc))
         return 1
-    return process.run(frames)
+    return process.run()
 
 
 if __name__ == "__main__":
