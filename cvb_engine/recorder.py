@@ -45,7 +45,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -143,8 +143,14 @@ class Recorder(asyncio.SubprocessProtocol):
         self.scored = 0
 
     @classmethod
-    async def spawn(cls) -> Recorder:
-        """Start the process; it imports its modules while the runner gets ready."""
+    async def spawn(cls, *, hide: Iterable[str] = ()) -> Recorder:
+        """Start the process; it imports its modules while the runner gets ready.
+
+        Args:
+            hide: environment variables the recorder does not need to see (the
+                API key's): it stores answers, it sends nothing.
+        """
+        hidden = set(hide)
         _, recorder = await asyncio.get_running_loop().subprocess_exec(
             cls,
             sys.executable,
@@ -153,6 +159,7 @@ class Recorder(asyncio.SubprocessProtocol):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,
+            env={k: v for k, v in os.environ.items() if k not in hidden},
         )
         return recorder
 

@@ -631,7 +631,7 @@ class BenchmarkRun:
     async def execute(self) -> RunOutcome:
         key = read_key_or_fail(self.endpoint)
         # Started first: the recorder imports its modules while the catalog is probed.
-        recorder = await Recorder.spawn()
+        recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
         try:
             return await self._execute(key, recorder)
         finally:

@@ -695,18 +695,18 @@ def test_kill_9_of_the_run_leaves_no_recorder_and_no_half_written_store(
     sids = write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
     db = f"sqlite:///{tmp_path / 'cvb.db'}"
     recorders: list[int] = []
+    environ: list[bytes] = []
+
+    def look(pid: int) -> None:
+        recorders.extend(children_with(pid, RECORDER))
+        environ.extend(Path(f"/proc/{r}/environ").read_bytes() for r in recorders)
+
     with fake_process(tmp_path, "--models", "m-a,m-b", "--delay", "0.02") as url:
         argv = ["run", "--models", "m-a,m-b", "--runs", "4", "--run-id", "k9r"]
         argv += ["--concurrency", "4", *cli_args(url, scenarios, db)]
-        launch_and_kill(
-            tmp_path,
-            argv,
-            db,
-            "k9r",
-            10,
-            before_kill=lambda pid: recorders.extend(children_with(pid, RECORDER)),
-        )
+        launch_and_kill(tmp_path, argv, db, "k9r", 10, before_kill=look)
         assert len(recorders) == 1, recorders
+        assert KEY.encode() not in environ[0]  # it stores answers; it needs no key
         assert not alive(recorders[0], wait_s=10), "the recorder outlived the run it recorded"
         assert query(db, "PRAGMA integrity_check") == [("ok",)]
         incomplete = query(
