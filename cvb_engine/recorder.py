@@ -160,6 +160,10 @@ class Recorder(asyncio.SubprocessProtocol):
             stdout=subprocess.PIPE,
             stderr=None,
             env={k: v for k, v in os.environ.items() if k not in hidden},
+            # Its own session: a Ctrl-C on the terminal (SIGINT to the foreground
+            # process group) reaches the runner, which then stops the recorder in
+            # order; it would otherwise kill it, even while it still imports.
+            start_new_session=True,
         )
         return recorder
 
@@ -632,7 +636,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def main() -> int:
-    # The runner decides when to stop (Ctrl-C reaches the whole process group).
+    # The runner decides when to stop (the pipe closing says it is gone).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # Keep the pipes to ourselves: anything else printing (or a sandboxed check's

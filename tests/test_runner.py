@@ -723,6 +723,49 @@ def test_kill_9_of_the_run_leaves_no_recorder_and_no_half_written_store(
     assert not children_with(os.getpid(), RECORDER)
 
 
+def test_ctrl_c_cancels_the_run_and_the_recorder_stores_and_scores_everything_sent(
+    tmp_path: Path, valid_text: str
+) -> None:
+    """A Ctrl-C signals the terminal's whole process group; the recorder (in a session
+    of its own) is then stopped by the runner, in order — even if it is still starting."""
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, 1)
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    with fake_process(tmp_path, "--models", "m-a", "--delay", "0.05") as url:
+        argv = ["run", "--models", "m-a", "--runs", "3", "--run-id", "c", "--concurrency", "2"]
+        proc = subprocess.Popen(
+            [*cvb_command(), *argv, *cli_args(url, scenarios, db)],
+            cwd=tmp_path,
+            env=child_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a process group of its own, as a terminal's job
+        )
+        try:
+            deadline = time.monotonic() + 30
+            bound = False
+            while time.monotonic() < deadline and not bound:
+                time.sleep(0.01)
+                with suppress(sqlalchemy.exc.OperationalError):  # no table yet
+                    bound = db_path(db).exists() and bool(
+                        query(db, "SELECT id FROM run WHERE status = 'running'")
+                    )
+            recorders = children_with(proc.pid, RECORDER)
+            os.killpg(proc.pid, signal.SIGINT)  # the recorder may well be still importing
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert len(recorders) == 1
+    assert not alive(recorders[0], wait_s=5)
+    assert "storing results failed" not in err, err
+    assert run_status(db, "c") == "cancelled", (out, err)
+    recs = records(db, "c")
+    assert all(r["status"] == "ok" and r["strict"] is not None for r in recs)
+
+
 def test_a_killed_recorder_stops_the_run_with_a_clear_error(
     tmp_path: Path, valid_text: str, sqlite_url: str
 ) -> None:
