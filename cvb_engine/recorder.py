@@ -12,7 +12,7 @@ How it works:
   interpreter): first the run to record (store URL, run id, the scenarios,
   the ids of records to overwrite), then one frame per finished request,
   then a stop frame.
-* The recorder's writer thread *group-commits*: whatever has arrived is
+* The recorder's main thread *group-commits*: whatever has arrived is
   inserted in one transaction (Core statements, no ORM), and once that
   transaction is committed it acknowledges every request in it. The runner's
   worker sends its next request only after that acknowledgement, so a
@@ -22,12 +22,16 @@ How it works:
   transaction. Answers a kill left unscored are scored when the run resumes.
 * Every transaction is atomic, so a kill of either process at any moment
   leaves no half-written record or half-scored answer.
-* The recorder lives exactly as long as the runner's pipe: it ignores
-  SIGINT/SIGTERM (the runner decides when to stop, e.g. on Ctrl-C or the
-  studio's cancel) and, when the pipe closes without a stop frame (the runner
-  died), commits what it has received and exits.
+* The recorder lives exactly as long as the runner's pipe. It runs in a
+  session of its own and ignores SIGINT/SIGTERM: the runner decides when it
+  stops (after a Ctrl-C or the studio's cancel, in order). When the pipe
+  closes without a stop frame (the runner died), it commits what it has
+  received and exits at once.
 * A recorder failure (a database error, a crash, a kill) reaches the runner
   as :class:`RecorderError` with the reason; it never hangs the run.
+* Secrets: the store URL (a PostgreSQL URL may hold a password) travels over
+  the pipe, not on the command line; the API key's variable is left out of
+  the recorder's environment (it sends nothing).
 """
 
 from __future__ import annotations
