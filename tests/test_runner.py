@@ -658,10 +658,11 @@ def test_kill_9_loses_at_most_the_requests_in_flight_when_scoring_is_slow(
     tmp_path: Path, valid_text: str
 ) -> None:
     """runner.py promises that "a kill -9 loses at most the requests in flight" (DESIGN §6:
-    every finished request is committed at once). Scoring runs in the writer thread, so
-    with checks that take time (an ``exec`` check runs in the sandbox, as IVR hidden tests
-    do) answers queue up before their commit. Answered but uncommitted requests are paid
-    for again on resume: count them (answers served before the kill minus records)."""
+    every finished request is committed at once). Checks that take time (an ``exec`` check
+    runs in the sandbox, as IVR hidden tests do) must not hold up commits: the recorder
+    commits and acknowledges an answer before it is scored. Answered but uncommitted
+    requests are paid for again on resume: count them (answers served before the kill
+    minus records)."""
     scenarios = tmp_path / "scenarios"
     write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
     timeout_check = "        require: 'timeout\\s*='\n"
