@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -726,6 +727,10 @@ class BenchmarkRun:
                 if self.on_progress:
                     self.on_progress(progress, False)
 
+        # What exists now (modules, the scenario library, the store's metadata) lives as
+        # long as the run: kept out of the collector's full passes, each of which would
+        # otherwise walk those ~150,000 objects again (2-3% of the loop's time).
+        gc.freeze()
         try:
             workers = [asyncio.create_task(worker(client)) for client in clients]
             try:
@@ -736,6 +741,7 @@ class BenchmarkRun:
                 await asyncio.gather(*workers, return_exceptions=True)
                 raise
         finally:
+            gc.unfreeze()
             for client in clients:
                 await client.close()
 
