@@ -15,16 +15,18 @@ in its own child process (so that their memory peaks are separable):
 * pipeline — ``BenchmarkRun(...).execute()`` in-process with a temporary
   SQLite store: loading the scenarios, probing ``/models``, binding the run,
   building prompts, HTTP, retries bookkeeping, scoring every reply and
-  committing every record.
+  committing every record (the last two in the runner's recorder process,
+  whose CPU time and peak RSS are counted with the phase's).
 
 The matrix is scenarios × 3 arms × ``--models`` models × as many repetitions
 as it takes to reach ``--requests`` (rounded up to whole repetitions), so the
 two phases send exactly the same number of requests. Prints requests/s of both,
-their ratio, the CPU time of each phase's process and of the fake server
-meanwhile (when the server's is near the phase's wall time, the server, not the
+their ratio, the CPU time of each phase's process (with its child processes)
+and of the fake server meanwhile (when the server's is near the phase's wall time, the server, not the
 client, sets the pace; CPU per request is the figure least disturbed by other
 load on the machine), and the peak RSS of each phase (``ru_maxrss`` of its
-child). "resent" counts requests sent again after a connection error (the
+process plus that of its largest child, an upper bound of what was resident at
+once). "resent" counts requests sent again after a connection error (the
 stdlib server's listen backlog is small); it should be 0.
 """
 
@@ -119,9 +121,20 @@ def rss_kb() -> int:
     return 0
 
 
-def peak_kb() -> int:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak_kb(who: int = resource.RUSAGE_SELF) -> int:
+    """Peak RSS in KB of this process, or (``RUSAGE_CHILDREN``) of its largest reaped child."""
+    peak = resource.getrusage(who).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak  # bytes on macOS, KB on Linux
+
+
+def own_and_children_cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its reaped children.
+
+    The runner stores and scores in a child process (cvb_engine.recorder):
+    its CPU is part of the pipeline's cost and is counted here.
+    """
+    t = os.times()
+    return t.user + t.system, t.children_user + t.children_system
 
 
 def cpu_seconds(pid: int) -> float:
@@ -179,16 +192,17 @@ def phase_bare(args: argparse.Namespace) -> dict[str, Any]:
 
     plan = json.loads(Path(args.plan).read_text(encoding="utf-8"))
     rss_ready = rss_kb()
-    cpu0 = time.process_time()
+    own0, children0 = own_and_children_cpu()
     t0 = time.perf_counter()
     done, resent = asyncio.run(_bare(plan, args.base_url, args.concurrency))
     seconds = time.perf_counter() - t0
-    cpu = time.process_time() - cpu0
+    own1, children1 = own_and_children_cpu()
     return {
         "requests": done,
         "resent": resent,
         "seconds": seconds,
-        "cpu_s": cpu,
+        "cpu_s": own1 - own0 + children1 - children0,
+        "child_cpu_s": children1 - children0,
         "rss_ready_kb": rss_ready,
     }
 
@@ -217,11 +231,11 @@ def phase_pipeline(args: argparse.Namespace) -> dict[str, Any]:
         run_id="bench",
     )
     rss_ready = rss_kb()
-    cpu0 = time.process_time()
+    own0, children0 = own_and_children_cpu()
     t0 = time.perf_counter()
     outcome = asyncio.run(BenchmarkRun(options).execute())
     seconds = time.perf_counter() - t0
-    cpu = time.process_time() - cpu0
+    own1, children1 = own_and_children_cpu()
     dispose_engines()
     con = sqlite3.connect(db_file)
     try:
@@ -240,7 +254,8 @@ def phase_pipeline(args: argparse.Namespace) -> dict[str, Any]:
         "requests": outcome.progress.ok,
         "resent": int(attempts) - int(stored),
         "seconds": seconds,
-        "cpu_s": cpu,
+        "cpu_s": own1 - own0 + children1 - children0,
+        "child_cpu_s": children1 - children0,
         "rss_ready_kb": rss_ready,
     }
 
@@ -377,14 +392,16 @@ def parent(args: argparse.Namespace) -> int:
     print()
     print(
         f"{'phase':<10}{'requests':>9}{'resent':>8}{'seconds':>9}{'req/s':>9}"
-        f"{'client CPU':>12}{'server CPU':>12}{'peak RSS':>11}{'RSS ready':>11}"
+        f"{'client CPU':>12}{'(children)':>12}{'server CPU':>12}"
+        f"{'peak RSS':>11}{'(child)':>10}{'RSS ready':>11}"
     )
     for name, r in results.items():
         rps = r["requests"] / r["seconds"]
         print(
             f"{name:<10}{r['requests']:>9}{r['resent']:>8}{r['seconds']:>9.2f}{rps:>9.1f}"
-            f"{r['cpu_s']:>10.2f} s{r['server_cpu_s']:>10.2f} s"
-            f"{r['peak_kb'] / 1024:>8.1f} MB{r['rss_ready_kb'] / 1024:>8.1f} MB"
+            f"{r['cpu_s']:>10.2f} s{r['child_cpu_s']:>10.2f} s{r['server_cpu_s']:>10.2f} s"
+            f"{(r['peak_kb'] + r['child_peak_kb']) / 1024:>8.1f} MB"
+            f"{r['child_peak_kb'] / 1024:>7.1f} MB{r['rss_ready_kb'] / 1024:>8.1f} MB"
         )
     bare = results["bare"]["requests"] / results["bare"]["seconds"]
     pipe = results["pipeline"]["requests"] / results["pipeline"]["seconds"]
@@ -399,9 +416,10 @@ def parent(args: argparse.Namespace) -> int:
         f"(ratio {cpu['pipeline'] / cpu['bare']:.2f}; less sensitive to other load on the machine)"
     )
     print(
-        "client CPU: the phase's process (all threads) during the phase; server CPU: the fake "
-        "server's process meanwhile.\npeak RSS: ru_maxrss of each phase's own process; "
-        "'RSS ready' is after imports and before the first request."
+        "client CPU: the phase's process (all threads) and its child processes (the runner's "
+        "recorder) during the phase;\nserver CPU: the fake server's process meanwhile.\n"
+        "peak RSS: ru_maxrss of each phase's own process plus that of its largest child "
+        "(shown apart); 'RSS ready' is after imports and before the first request."
     )
     return 0
 
@@ -423,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         return parent(args)
     result = phase_bare(args) if args.phase == "bare" else phase_pipeline(args)
     result["peak_kb"] = peak_kb()
+    result["child_peak_kb"] = peak_kb(resource.RUSAGE_CHILDREN)
     print(json.dumps(result))
     return 0
 

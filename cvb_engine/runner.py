@@ -2,9 +2,11 @@
 
 Guarantees:
 
-* **Nothing lost.** Every finished request is scored and committed as soon as
-  it arrives (a writer thread drains what has arrived in one transaction), so
-  a ``kill -9`` loses at most the requests in flight.
+* **Nothing lost.** Every finished request is committed as soon as it
+  arrives, and scored right after, by a recorder process
+  (:mod:`cvb_engine.recorder`); a worker sends its next request only once its
+  last answer is committed, so a ``kill -9`` loses at most the requests in
+  flight (one per worker). Answers a kill left unscored are scored on resume.
 * **Nothing twice.** A cell (run, model, scenario, arm, rep) is unique in the
   store; re-running a run id sends only the cells without a successful record
   and overwrites error records in place.
@@ -23,19 +25,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import gc
 import hashlib
 import json
 import os
-import queue
 import random
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, TextIO
 
 import httpx2
@@ -56,7 +59,8 @@ from cvb_engine.endpoints import (
     scrub,
 )
 from cvb_engine.prompts import PROMPT_VERSION, Message, build_messages, messages_sha256
-from cvb_engine.results import export_results, save_scores, write_json_atomic
+from cvb_engine.recorder import Finished, Recorder, RecorderError, Setup
+from cvb_engine.results import export_results, write_json_atomic
 from cvb_engine.scenario import (
     ARMS,
     CVB_CATEGORIES,
@@ -64,7 +68,6 @@ from cvb_engine.scenario import (
     ScenarioError,
     load_library,
 )
-from cvb_engine.scoring import score_response
 from cvb_engine.store import Record, Run, database_url, get_engine, redact_params, utcnow
 
 Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
@@ -79,7 +82,6 @@ DEFAULTS: dict[str, Any] = {
     "max_attempts": 5,
     "retry_after_cap_s": 60.0,
 }
-HEARTBEAT_S = 2.0
 
 
 class RunError(Exception):
@@ -254,249 +256,11 @@ class TerminalProgress:
         self.stream.flush()
 
 
-# --------------------------------------------------------------------------- writer
-
-
-@dataclass
-class Finished:
-    """One finished request, on its way to the store."""
-
-    cell: Cell
-    status: str
-    response: str | None
-    error: str | None
-    latency_s: float | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    finish_reason: str | None
-    attempts: int
-    messages_sha256: str
-    # Called by the writer once the record is committed (or could not be stored).
-    on_commit: Callable[[], object] | None = None
-
-
-class Scorer(threading.Thread):
-    """Scores committed records, apart from the writer.
-
-    Storing an answer never waits for its scoring (an ``exec`` check runs a
-    sandboxed process for each record), so a kill loses only requests in
-    flight. Records a kill left unscored are scored when the run resumes
-    (or by ``cvb score``).
-    """
-
-    def __init__(self, url: str, library: dict[str, LoadedScenario]) -> None:
-        super().__init__(name="cvb-scorer", daemon=True)
-        self.url = url
-        self.library = library
-        self.inbox: queue.Queue[int | None] = queue.Queue()
-        self.failure: BaseException | None = None
-        self.scored = 0
-
-    def run(self) -> None:
-        try:
-            with Session(get_engine(self.url), expire_on_commit=False) as session:
-                while (record_id := self.inbox.get()) is not None:
-                    record = session.get(Record, record_id)
-                    if record is None or record.status != "ok" or record.scored_at is not None:
-                        continue
-                    loaded = self.library.get(record.scenario_id)
-                    if loaded is None:
-                        continue
-                    scored = score_response(loaded.scenario, record.response or "")
-                    try:
-                        save_scores(session, record, scored, fresh=True)
-                        session.commit()
-                        self.scored += 1
-                    except IntegrityError:
-                        # Another process resuming the same run scored it first.
-                        session.rollback()
-                    session.expunge_all()
-        except BaseException as exc:  # surfaced by the runner
-            self.failure = exc
-
-
-class Writer(threading.Thread):
-    """Commits finished requests as they arrive, off the event loop.
-
-    Each answer is its own transaction; scoring happens afterwards, in the
-    :class:`Scorer`, so a slow check never delays a commit.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        run_id: str,
-        library: dict[str, LoadedScenario],
-        *,
-        capacity: int = 8,
-        stored: dict[Cell, int] | None = None,
-        scorer: Scorer | None = None,
-    ) -> None:
-        super().__init__(name="cvb-writer", daemon=True)
-        self.scorer = scorer
-        self.url = url
-        self.run_id = run_id
-        self.library = library
-        # Bounded: when storing falls behind, senders wait instead of piling up
-        # answers that a kill -9 would lose (at most `capacity` are ever waiting).
-        # One record per transaction: "committed at once" holds literally, and a
-        # kill -9 loses only what is queued (at most `capacity`) or in flight.
-        self.batch = 1
-        self.inbox: queue.Queue[Finished | None] = queue.Queue(maxsize=max(1, capacity))
-        # Cells that already have a (error) record in the store, by record id;
-        # every other cell is known to be new, and is inserted without a lookup.
-        self.stored = dict(stored or {})
-        # Answers this writer stored in its last transaction (they go to the scorer).
-        self.written_cells: set[Cell] = set()
-        self.failure: BaseException | None = None
-        self.written = 0
-        self._last_beat = 0.0
-
-    def run(self) -> None:
-        engine = get_engine(self.url)
-        try:
-            with Session(engine, expire_on_commit=False) as session:
-                while True:
-                    try:
-                        item = self.inbox.get(timeout=HEARTBEAT_S)
-                    except queue.Empty:
-                        # Nothing finished lately (slow replies, a long Retry-After):
-                        # the heartbeat still says the process is alive.
-                        self._heartbeat(session)
-                        session.commit()
-                        continue
-                    items = [item]
-                    while len(items) < self.batch:
-                        try:
-                            items.append(self.inbox.get_nowait())
-                        except queue.Empty:
-                            break
-                    stop = None in items
-                    self._write(session, [i for i in items if i is not None])
-                    if stop:
-                        return
-        except BaseException as exc:  # surfaced by the runner
-            self.failure = exc
-
-    def _write(self, session: Session, items: list[Finished]) -> None:
-        if not items:
-            return
-        try:
-            for item in items:
-                self._store(session, item)
-            self._heartbeat(session)
-            session.commit()
-            self._to_scorer(items)
-        except IntegrityError:
-            # Another process stored one of these cells meanwhile: redo one by one.
-            session.rollback()
-            self.written_cells.clear()
-            for item in items:
-                try:
-                    self._store(session, item)
-                    session.commit()
-                except IntegrityError:
-                    session.rollback()
-                    self.written_cells.discard(item.cell)
-                    self._adopt(session, item.cell)
-                    try:
-                        self._store(session, item)
-                        session.commit()
-                    except IntegrityError:
-                        session.rollback()
-                        self.written_cells.discard(item.cell)
-            self._to_scorer(items)
-        self.written += len(items)
-        for item in items:
-            if item.on_commit is not None:
-                item.on_commit()
-
-    def _to_scorer(self, items: list[Finished]) -> None:
-        for item in items:
-            record_id = self.stored.get(item.cell)
-            if (
-                item.cell in self.written_cells
-                and record_id is not None
-                and self.scorer is not None
-            ):
-                self.scorer.inbox.put(record_id)
-        self.written_cells.clear()
-
-    def _store(self, session: Session, item: Finished) -> None:
-        model, sid, arm, rep = item.cell
-        loaded = self.library[sid]
-        known = self.stored.get(item.cell)
-        existing = session.get(Record, known) if known is not None else None
-        if existing is not None and existing.status == "ok":
-            return  # a concurrent process got there first; keep its answer
-        record = existing or Record(
-            run_id=self.run_id,
-            model=model,
-            scenario_id=sid,
-            scenario_version=loaded.scenario.version,
-            scenario_sha256=loaded.sha256,
-            category=loaded.scenario.category,
-            arm=arm,
-            rep=rep,
-            status=item.status,
-            messages_sha256=item.messages_sha256,
-            prompt_version=PROMPT_VERSION,
-        )
-        record.status = item.status
-        record.error = item.error
-        record.response = item.response
-        record.latency_s = item.latency_s
-        record.prompt_tokens = item.prompt_tokens
-        record.completion_tokens = item.completion_tokens
-        record.finish_reason = item.finish_reason
-        record.attempts = (existing.attempts if existing else 0) + item.attempts
-        record.created = utcnow()
-        session.add(record)
-        session.flush()
-        if record.id is not None:
-            self.stored[item.cell] = record.id
-        if item.status == "ok":
-            self.written_cells.add(item.cell)
-        if existing is not None:
-            # An error record turned into an answer: clear any old scoring.
-            record.scored_at = None
-
-    def _adopt(self, session: Session, cell: Cell) -> None:
-        """Learn the id of a record another process stored for ``cell``."""
-        model, sid, arm, rep = cell
-        found = session.exec(
-            select(Record.id).where(
-                Record.run_id == self.run_id,
-                Record.model == model,
-                Record.scenario_id == sid,
-                Record.arm == arm,
-                Record.rep == rep,
-            )
-        ).first()
-        if found is not None:
-            self.stored[cell] = found
-
-    def _heartbeat(self, session: Session) -> None:
-        now = time.monotonic()
-        if now - self._last_beat < HEARTBEAT_S:
-            return
-        self._last_beat = now
-        run = session.get(Run, self.run_id)
-        if run is not None:
-            run.updated = utcnow()
-            session.add(run)
-
-
 # --------------------------------------------------------------------------- requests
 
 
 class FatalEndpointError(RunError):
     """The endpoint refuses every request (bad key, no permission): stop the run."""
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _retry_after(exc: openai.APIStatusError, cap: float) -> float | None:
@@ -624,23 +388,42 @@ async def call_with_retries(
 
 
 def make_client(
-    endpoint: Endpoint, key: str, timeout_s: float, concurrency: int
+    endpoint: Endpoint,
+    key: str,
+    timeout_s: float,
+    concurrency: int,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> openai.AsyncOpenAI:
+    """An ``openai`` client for ``concurrency`` requests at a time.
+
+    Building an SSL context costs about 0.1 s (it loads the CA bundle): pass one
+    (from ``httpx2.create_ssl_context()``) to clients made by the dozen.
+    """
     limits = httpx2.Limits(
         max_connections=max(concurrency, 1) + 4, max_keepalive_connections=max(concurrency, 1) + 4
+    )
+    http_client = httpx2.AsyncClient(
+        limits=limits, timeout=timeout_s, verify=ssl_context if ssl_context is not None else True
     )
     return openai.AsyncOpenAI(
         base_url=endpoint.base_url,
         api_key=key,
         max_retries=0,  # retries are ours: backoff, Retry-After cap, error records
         timeout=timeout_s,
-        http_client=httpx2.AsyncClient(limits=limits, timeout=timeout_s),
+        http_client=http_client,
     )
 
 
-async def probe_catalog(endpoint: Endpoint, key: str, timeout_s: float = 20.0) -> list[str]:
+async def probe_catalog(
+    endpoint: Endpoint,
+    key: str,
+    timeout_s: float = 20.0,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+) -> list[str]:
     """Model ids from ``GET /models``; a clear :class:`RunError` when that fails."""
-    client = make_client(endpoint, key, timeout_s, 1)
+    client = make_client(endpoint, key, timeout_s, 1, ssl_context=ssl_context)
     try:
         page = await client.models.list()
         return sorted(m.id for m in page.data)
@@ -728,6 +511,11 @@ class BenchmarkRun:
         except EndpointError as exc:
             raise RunError(str(exc)) from None
 
+    @functools.cached_property
+    def ssl_context(self) -> ssl.SSLContext:
+        """One SSL context for every client of this run (building one costs ~0.1 s)."""
+        return httpx2.create_ssl_context()
+
     def matrix(self, models: list[str]) -> Matrix:
         return Matrix(
             models=list(models),
@@ -757,7 +545,7 @@ class BenchmarkRun:
         wanted = self.o.models or self.endpoint.models
         if wanted:
             try:
-                catalog = await probe_catalog(self.endpoint, key)
+                catalog = await probe_catalog(self.endpoint, key, ssl_context=self.ssl_context)
             except RunError as exc:
                 if "cannot reach" in str(exc) or "refused the key" in str(exc):
                     raise
@@ -769,7 +557,7 @@ class BenchmarkRun:
                     f"its catalog has: {', '.join(catalog[:30])}"
                 )
             return wanted
-        catalog = await probe_catalog(self.endpoint, key)
+        catalog = await probe_catalog(self.endpoint, key, ssl_context=self.ssl_context)
         try:
             return choose_models(catalog)
         except EndpointError as exc:
@@ -843,72 +631,59 @@ class BenchmarkRun:
 
     async def execute(self) -> RunOutcome:
         key = read_key_or_fail(self.endpoint)
+        # Started first: the recorder imports its modules while the catalog is probed.
+        recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
+        try:
+            return await self._execute(key, recorder)
+        finally:
+            await recorder.close()  # a recorder never told about a run just exits
+
+    async def _execute(self, key: str, recorder: Recorder) -> RunOutcome:
         models = await self.resolve_models(key)
         matrix = self.matrix(models)
-        url = self.o.db
+        url = database_url(self.o.db)
         engine = get_engine(url)
         with Session(engine, expire_on_commit=False) as session:
             run_id, todo, stored = self.bind(matrix, session)
         progress = Progress(total=len(todo), skipped=matrix.size - len(todo))
-        scorer = Scorer(database_url(url), self.library)
-        writer = Writer(
-            database_url(url),
-            run_id,
-            self.library,
-            capacity=self.o.concurrency,
-            stored=stored,
-            scorer=scorer,
-        )
-        with Session(engine) as session:  # answers a kill left unscored
-            for record_id in session.exec(
-                select(Record.id).where(
-                    Record.run_id == run_id,
-                    Record.status == "ok",
-                    col(Record.scored_at).is_(None),
-                )
-            ):
-                if record_id is not None:
-                    scorer.inbox.put(record_id)
-        scorer.start()
-        writer.start()
+        recorder.begin(Setup(url=url, run_id=run_id, library=self.library, stored=stored))
         status = "finished"
         try:
-            await self._send(todo, matrix, key, writer, progress)
+            await self._send(todo, matrix, key, recorder, progress)
         except asyncio.CancelledError:
             status = "cancelled"
         except FatalEndpointError:
             status = "failed"
             raise
         finally:
-            while writer.is_alive():
-                try:
-                    writer.inbox.put_nowait(None)
-                    break
-                except queue.Full:
-                    await asyncio.sleep(0.01)
-            await asyncio.to_thread(writer.join)
-            scorer.inbox.put(None)
-            await asyncio.to_thread(scorer.join)
-            failure = writer.failure or scorer.failure
+            # Everything sent is committed and scored before the run is marked done.
+            await recorder.close()
             with Session(engine) as session:
                 run = session.get(Run, run_id)
                 if run is not None:
-                    run.status = status if failure is None else "failed"
+                    run.status = status if recorder.failure is None else "failed"
                     run.updated = utcnow()
                     run.pid = None
                     session.add(run)
                     session.commit()
             if self.on_progress:
                 self.on_progress(progress, True)
-        failure = writer.failure or scorer.failure
-        if failure is not None:
-            raise RunError(f"storing results failed: {failure}") from failure
+        if recorder.failure is not None:
+            raise RunError(f"storing results failed: {recorder.failure}") from recorder.failure
         return RunOutcome(run_id, matrix, progress, status)
 
     async def _send(
-        self, todo: list[Cell], matrix: Matrix, key: str, writer: Writer, progress: Progress
+        self, todo: list[Cell], matrix: Matrix, key: str, recorder: Recorder, progress: Progress
     ) -> None:
-        client = make_client(self.endpoint, key, self.o.timeout_s, self.o.concurrency)
+        # One client (one connection) per worker. A shared pool probes each of its
+        # idle connections for every request it places, and a connection waiting
+        # for its answer's commit sits idle: with 16 workers that probing cost
+        # as much CPU as storing and committing did.
+        n_workers = min(self.o.concurrency, len(todo))
+        clients = [
+            make_client(self.endpoint, key, self.o.timeout_s, 1, ssl_context=self.ssl_context)
+            for _ in range(n_workers)
+        ]
         messages_cache: dict[tuple[str, str], tuple[list[Message], str]] = {}
         pending = iter(todo)
 
@@ -919,9 +694,7 @@ class BenchmarkRun:
                 messages_cache[key_] = (msgs, messages_sha256(msgs))
             return messages_cache[key_]
 
-        loop = asyncio.get_running_loop()
-
-        async def worker() -> None:
+        async def worker(client: openai.AsyncOpenAI) -> None:
             for cell in pending:
                 model, sid, arm, rep = cell
                 msgs, digest = messages_for(sid, arm)
@@ -940,38 +713,26 @@ class BenchmarkRun:
                 )
                 result.cell = cell
                 result.messages_sha256 = digest
-                committed = loop.create_future()
-                result.on_commit = partial(loop.call_soon_threadsafe, _resolve, committed)
-                while True:  # wait for room without blocking the event loop
-                    if writer.failure is not None or not writer.is_alive():
-                        raise RunError(f"storing results failed: {writer.failure}")
-                    try:
-                        writer.inbox.put_nowait(result)
-                        break
-                    except queue.Full:
-                        await asyncio.sleep(0.005)
                 # The next request waits until this answer is committed: a kill -9
                 # then loses at most one answer per worker, i.e. what is in flight.
-                while not committed.done():
-                    await asyncio.wait({committed}, timeout=0.5)
-                    if not committed.done() and (
-                        writer.failure is not None or not writer.is_alive()
-                    ):
-                        raise RunError(f"storing results failed: {writer.failure}")
+                try:
+                    await recorder.commit(result)
+                except RecorderError as exc:
+                    raise RunError(f"storing results failed: {exc}") from exc
                 if result.status == "ok":
                     progress.ok += 1
                 else:
                     progress.errors += 1
                     progress.last_error = result.error
-                if writer.failure is not None:
-                    raise RunError(f"storing results failed: {writer.failure}")
                 if self.on_progress:
                     self.on_progress(progress, False)
 
+        # What exists now (modules, the scenario library, the store's metadata) lives as
+        # long as the run: kept out of the collector's full passes, each of which would
+        # otherwise walk those ~150,000 objects again (2-3% of the loop's time).
+        gc.freeze()
         try:
-            workers = [
-                asyncio.create_task(worker()) for _ in range(min(self.o.concurrency, len(todo)))
-            ]
+            workers = [asyncio.create_task(worker(client)) for client in clients]
             try:
                 await asyncio.gather(*workers)
             except BaseException:
@@ -980,7 +741,9 @@ class BenchmarkRun:
                 await asyncio.gather(*workers, return_exceptions=True)
                 raise
         finally:
-            await client.close()
+            gc.unfreeze()
+            for client in clients:
+                await client.close()
 
 
 def read_key_or_fail(endpoint: Endpoint) -> str:

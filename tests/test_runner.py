@@ -48,6 +48,9 @@ sys.path.insert(0, str(TESTS))
 
 from fake_openai import CHAT_PATH, FakeOpenAI, FaultPlan  # noqa: E402
 from fake_openai import messages_sha256 as served_sha256  # noqa: E402
+from proc_scan import alive, children_with  # noqa: E402
+
+RECORDER = "cvb_engine.recorder"  # the runner's recorder process, by its command line
 
 FAKE_SCRIPT = TESTS / "fake_openai.py"
 KEY_VAR = "CVB_TEST_RUNNER_KEY"
@@ -565,9 +568,16 @@ def fake_process(tmp: Path, *args: str) -> Iterator[str]:
 
 
 def launch_and_kill(
-    tmp: Path, argv: list[str], db: str, run_id: str, kill_at: int
+    tmp: Path,
+    argv: list[str],
+    db: str,
+    run_id: str,
+    kill_at: int,
+    before_kill: Callable[[int], object] | None = None,
 ) -> list[dict[str, Any]]:
-    """Start ``cvb run``, SIGKILL it once ``kill_at`` records are committed; return them."""
+    """Start ``cvb run``, SIGKILL it once ``kill_at`` records are committed; return them.
+
+    ``before_kill`` is called with the run's pid just before the kill."""
     proc = subprocess.Popen(
         [*cvb_command(), *argv],
         cwd=tmp,
@@ -587,6 +597,8 @@ def launch_and_kill(
                 break
             time.sleep(0.01)
         assert proc.poll() is None, "the run ended before it could be killed"
+        if before_kill is not None:
+            before_kill(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         if proc.poll() is None:
@@ -646,10 +658,11 @@ def test_kill_9_loses_at_most_the_requests_in_flight_when_scoring_is_slow(
     tmp_path: Path, valid_text: str
 ) -> None:
     """runner.py promises that "a kill -9 loses at most the requests in flight" (DESIGN §6:
-    every finished request is committed at once). Scoring runs in the writer thread, so
-    with checks that take time (an ``exec`` check runs in the sandbox, as IVR hidden tests
-    do) answers queue up before their commit. Answered but uncommitted requests are paid
-    for again on resume: count them (answers served before the kill minus records)."""
+    every finished request is committed at once). Checks that take time (an ``exec`` check
+    runs in the sandbox, as IVR hidden tests do) must not hold up commits: the recorder
+    commits and acknowledges an answer before it is scored. Answered but uncommitted
+    requests are paid for again on resume: count them (answers served before the kill
+    minus records)."""
     scenarios = tmp_path / "scenarios"
     write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
     timeout_check = "        require: 'timeout\\s*='\n"
@@ -671,6 +684,143 @@ def test_kill_9_loses_at_most_the_requests_in_flight_when_scoring_is_slow(
         f"kill -9 lost {lost} answered requests (served {len(answered)}, committed "
         f"{len(stored)}), more than the {concurrency} that can be in flight"
     )
+
+
+def test_kill_9_of_the_run_leaves_no_recorder_and_no_half_written_store(
+    tmp_path: Path, valid_text: str
+) -> None:
+    """The recorder process dies with the run (it sees its pipe close), and what it
+    committed is whole: every scored answer has all its constraint and check rows.
+    The resume scores what the kill left unscored and completes the matrix."""
+    scenarios = tmp_path / "scenarios"
+    sids = write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    recorders: list[int] = []
+    environ: list[bytes] = []
+
+    def look(pid: int) -> None:
+        recorders.extend(children_with(pid, RECORDER))
+        environ.extend(Path(f"/proc/{r}/environ").read_bytes() for r in recorders)
+
+    with fake_process(tmp_path, "--models", "m-a,m-b", "--delay", "0.02") as url:
+        argv = ["run", "--models", "m-a,m-b", "--runs", "4", "--run-id", "k9r"]
+        argv += ["--concurrency", "4", *cli_args(url, scenarios, db)]
+        launch_and_kill(tmp_path, argv, db, "k9r", 10, before_kill=look)
+        assert len(recorders) == 1, recorders
+        assert KEY.encode() not in environ[0]  # it stores answers; it needs no key
+        assert not alive(recorders[0], wait_s=10), "the recorder outlived the run it recorded"
+        assert query(db, "PRAGMA integrity_check") == [("ok",)]
+        incomplete = query(
+            db,
+            "SELECT r.id FROM record r WHERE r.scored_at IS NOT NULL AND r.n_constraints != "
+            "(SELECT count(*) FROM constraintresult c WHERE c.record_id = r.id)",
+        )
+        assert incomplete == []
+        second = cvb(argv, tmp_path)
+    assert second.returncode == 0, second.stderr
+    after = records(db, "k9r")
+    assert_exactly(after, matrix_cells(["m-a", "m-b"], sids, 4))
+    assert all(r["status"] == "ok" and r["strict"] is not None for r in after)
+    assert not children_with(os.getpid(), RECORDER)
+
+
+def test_ctrl_c_cancels_the_run_and_the_recorder_stores_and_scores_everything_sent(
+    tmp_path: Path, valid_text: str
+) -> None:
+    """A Ctrl-C signals the terminal's whole process group; the recorder (in a session
+    of its own) is then stopped by the runner, in order — even if it is still starting."""
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, 1)
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    with fake_process(tmp_path, "--models", "m-a", "--delay", "0.05") as url:
+        argv = ["run", "--models", "m-a", "--runs", "3", "--run-id", "c", "--concurrency", "2"]
+        proc = subprocess.Popen(
+            [*cvb_command(), *argv, *cli_args(url, scenarios, db)],
+            cwd=tmp_path,
+            env=child_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a process group of its own, as a terminal's job
+        )
+        try:
+            deadline = time.monotonic() + 30
+            bound = False
+            while time.monotonic() < deadline and not bound:
+                time.sleep(0.01)
+                with suppress(sqlalchemy.exc.OperationalError):  # no table yet
+                    bound = db_path(db).exists() and bool(
+                        query(db, "SELECT id FROM run WHERE status = 'running'")
+                    )
+            recorders = children_with(proc.pid, RECORDER)
+            os.killpg(proc.pid, signal.SIGINT)  # the recorder may well be still importing
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert len(recorders) == 1
+    assert not alive(recorders[0], wait_s=5)
+    assert "storing results failed" not in err, err
+    assert run_status(db, "c") == "cancelled", (out, err)
+    recs = records(db, "c")
+    assert all(r["status"] == "ok" and r["strict"] is not None for r in recs)
+
+
+def test_a_killed_recorder_stops_the_run_with_a_clear_error(
+    tmp_path: Path, valid_text: str, sqlite_url: str
+) -> None:
+    """A recorder that dies (here: killed) fails the run at once, saying so; no hang."""
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, 1)  # 21 cells per model and rep
+
+    def slow(_request: dict[str, Any]) -> str:
+        time.sleep(0.02)
+        return COMPLIANT
+
+    killed: list[int] = []
+
+    def kill_recorder(progress: runner.Progress, final: bool) -> None:
+        if progress.done >= 5 and not killed:
+            (pid,) = children_with(os.getpid(), RECORDER)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    with FakeOpenAI(models=["m-a"], reply=slow) as fake:
+        opts = options(fake.base_url, scenarios, sqlite_url, runs=3, concurrency=3)
+        t0 = time.monotonic()
+        with pytest.raises(runner.RunError) as err:
+            asyncio.run(BenchmarkRun(opts, on_progress=kill_recorder).execute())
+        elapsed = time.monotonic() - t0
+        served = len(chat_log(fake))
+    assert killed
+    assert str(err.value) == (
+        f"storing results failed: the recorder process (pid {killed[0]}) was killed by signal 9"
+    )
+    assert elapsed < 20
+    assert served < 63  # it stopped: it did not go on sending without storing
+    assert run_status(sqlite_url, "r1") == "failed"
+    assert not alive(killed[0])
+
+
+def test_a_store_error_in_the_recorder_stops_the_run_with_the_drivers_message(
+    tmp_path: Path, valid_text: str, sqlite_url: str, server: FakeOpenAI
+) -> None:
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, 1, ["security"])
+    with get_engine(sqlite_url).begin() as conn:  # the schema, and a table refusing one arm
+        conn.execute(
+            sqlalchemy.text(
+                "CREATE TRIGGER refuse BEFORE INSERT ON record WHEN NEW.arm = 'mandated' "
+                "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+            )
+        )
+    with pytest.raises(runner.RunError) as err:
+        execute(options(server.base_url, scenarios, sqlite_url, concurrency=1))
+    assert str(err.value) == "storing results failed: IntegrityError: disk on fire"
+    assert run_status(sqlite_url, "r1") == "failed"
+    assert [r["arm"] for r in records(sqlite_url, "r1")] == ["cold"]  # stored before the error
+    assert not children_with(os.getpid(), RECORDER)
 
 
 # --------------------------------------------------------------------------- faults

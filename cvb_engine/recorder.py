@@ -1,0 +1,672 @@
+"""The recorder: a child process that commits a run's answers and scores them.
+
+Why a process: the runner's event loop drives the HTTP client, which keeps
+one core busy on a fast endpoint. Storing and scoring in threads of the same
+process competed with it for the GIL (a run reached a third of a bare
+``openai`` loop's throughput); in a child process they run on another core.
+
+How it works:
+
+* The runner starts ``python -m cvb_engine.recorder`` with two pipes and
+  speaks length-prefixed pickles to it (both ends are this package, the same
+  interpreter): first the run to record (store URL, run id, the scenarios,
+  the ids of records to overwrite), then one frame per finished request,
+  then a stop frame.
+* The recorder's main thread *group-commits*: whatever has arrived is
+  inserted in one transaction (Core statements, no ORM), and once that
+  transaction is committed it acknowledges every request in it. The runner's
+  worker sends its next request only after that acknowledgement, so a
+  ``kill -9`` of the run loses at most one answer per worker, as before.
+* The recorder's scorer thread scores committed answers as they come (a
+  live view sees accuracy grow) and writes each batch of scores in one
+  transaction. Answers a kill left unscored are scored when the run resumes.
+* Every transaction is atomic, so a kill of either process at any moment
+  leaves no half-written record or half-scored answer.
+* The recorder lives exactly as long as the runner's pipe. It runs in a
+  session of its own and ignores SIGINT/SIGTERM: the runner decides when it
+  stops (after a Ctrl-C or the studio's cancel, in order). When the pipe
+  closes without a stop frame (the runner died), it commits what it has
+  received and exits at once.
+* A recorder failure (a database error, a crash, a kill) reaches the runner
+  as :class:`RecorderError` with the reason; it never hangs the run.
+* Secrets: the store URL (a PostgreSQL URL may hold a password) travels over
+  the pipe, not on the command line; the API key's variable is left out of
+  the recorder's environment (it sends nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import os
+import pickle
+import queue
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from cvb_engine.prompts import PROMPT_VERSION
+from cvb_engine.results import score_rows
+from cvb_engine.scenario import LoadedScenario
+from cvb_engine.scoring import score_response
+from cvb_engine.store import (
+    CheckOutcome,
+    ConstraintResult,
+    Record,
+    Run,
+    get_engine,
+    utcnow,
+)
+
+Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
+
+HEARTBEAT_S = 2.0
+#: The scorer commits at least this often while it has work, so a live view
+#: sees accuracy grow even when checks are slow (``exec`` runs a sandbox).
+SCORE_COMMIT_S = 0.5
+SCORE_GATHER_S = 0.1  # how long the scorer waits for more answers to score together
+SCORE_BATCH = 64  # answers scored in one transaction, at most
+
+_HEADER = struct.Struct(">I")
+
+
+@dataclass
+class Finished:
+    """One finished request, on its way to the store."""
+
+    cell: Cell
+    status: str
+    response: str | None
+    error: str | None
+    latency_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str | None
+    attempts: int
+    messages_sha256: str
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The run the recorder records (the first frame)."""
+
+    url: str
+    run_id: str
+    library: dict[str, LoadedScenario]
+    # Cells that already have a (error) record, by record id; any other cell is new.
+    stored: dict[Cell, int]
+
+
+class RecorderError(RuntimeError):
+    """The recorder could not store results (the message says why)."""
+
+
+def _frame(obj: object) -> bytes:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(payload)) + payload
+
+
+# --------------------------------------------------------------------------- runner side
+
+
+class Recorder(asyncio.SubprocessProtocol):
+    """The runner's handle on its recorder process.
+
+    An asyncio subprocess protocol: acknowledgements are handled in the very
+    callback that reads them off the pipe, and the waiting worker resumes on
+    the next turn of the event loop (a stream reader task would add a turn,
+    each one as long as the HTTP work of all the other workers).
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._buffer = bytearray()
+        self._tokens = itertools.count()
+        self._pending: dict[int, asyncio.Future[None]] = {}
+        self._begun = False
+        self._stopped = False
+        self._finished = False  # the recorder said it is done
+        self._gone: asyncio.Future[None] = self._loop.create_future()
+        self._process: asyncio.SubprocessTransport | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self.pid: int | None = None
+        self.failure: RecorderError | None = None
+        self.scored = 0
+
+    @classmethod
+    async def spawn(cls, *, hide: Iterable[str] = ()) -> Recorder:
+        """Start the process; it imports its modules while the runner gets ready.
+
+        Args:
+            hide: environment variables the recorder does not need to see (the
+                API key's): it stores answers, it sends nothing.
+        """
+        hidden = set(hide)
+        _, recorder = await asyncio.get_running_loop().subprocess_exec(
+            cls,
+            sys.executable,
+            "-m",
+            "cvb_engine.recorder",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,
+            env={k: v for k, v in os.environ.items() if k not in hidden},
+            # Its own session: a Ctrl-C on the terminal (SIGINT to the foreground
+            # process group) reaches the runner, which then stops the recorder in
+            # order; it would otherwise kill it, even while it still imports.
+            start_new_session=True,
+        )
+        return recorder
+
+    def begin(self, setup: Setup) -> None:
+        """Tell the recorder which run it records."""
+        self._begun = True
+        self._send(setup)
+
+    async def commit(self, item: Finished) -> None:
+        """Hand ``item`` over and return once it is committed.
+
+        Raises:
+            RecorderError: the recorder failed or is gone.
+        """
+        token = next(self._tokens)
+        self._send((token, item))
+        done = self._loop.create_future()
+        self._pending[token] = done
+        await done
+
+    async def close(self) -> None:
+        """Stop the recorder once it has committed and scored everything, and reap it.
+
+        A recorder that was never told about a run just exits. Does not raise;
+        a failure is left in :attr:`failure`.
+        """
+        if not self._stopped and self._stdin is not None:
+            self._stopped = True
+            if self._begun and self.failure is None:
+                self._send(None)
+            self._stdin.close()
+        await self._gone
+
+    def _send(self, obj: object) -> None:
+        if self.failure is not None:
+            raise self.failure
+        assert self._stdin is not None
+        self._stdin.write(_frame(obj))
+
+    # ---- asyncio.SubprocessProtocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self._process = transport
+        self.pid = transport.get_pid()
+        stdin = transport.get_pipe_transport(0)
+        assert isinstance(stdin, asyncio.WriteTransport)
+        self._stdin = stdin
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        while len(buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(buffer)
+            end = _HEADER.size + size
+            if len(buffer) < end:
+                break
+            kind, value = pickle.loads(buffer[_HEADER.size : end])
+            del buffer[:end]
+            if kind == "ack":
+                for token in value:
+                    future = self._pending.pop(token, None)
+                    if future is not None and not future.done():
+                        future.set_result(None)
+            elif kind == "error":
+                self._fail(RecorderError(value))
+            elif kind == "done":
+                self.scored = value
+                self._finished = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # The process has exited and everything it wrote has been read.
+        if self._begun and not self._finished:
+            assert self._process is not None
+            code = self._process.get_returncode()
+            how = (
+                f"was killed by signal {-code}"
+                if code is not None and code < 0
+                else f"exited with status {code}"
+            )
+            self._fail(RecorderError(f"the recorder process (pid {self.pid}) {how}"))
+        if self._process is not None:
+            self._process.close()
+        if not self._gone.done():
+            self._gone.set_result(None)
+
+    def _fail(self, error: RecorderError) -> None:
+        if self.failure is None:
+            self.failure = error
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(self.failure)
+        self._pending.clear()
+
+
+# --------------------------------------------------------------------------- the process
+
+
+class _Outbox:
+    """Frames to the runner, from any thread; False once the runner is gone."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def send(self, kind: str, value: object) -> bool:
+        try:
+            with self.lock:
+                self.stream.write(_frame((kind, value)))
+                self.stream.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+
+ScoreJob = tuple[int, str, str]  # record id, scenario id, response
+# A record's score columns, its constraint rows and its check rows (results.score_rows).
+ScoreRows = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]
+
+
+class _Store:
+    """The recorder's statements: Core inserts and updates, a transaction per batch."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.run_id = setup.run_id
+        self.library = setup.library
+        self.stored = dict(setup.stored)
+        self.engine = get_engine(setup.url)
+        self.record: Table = Record.__table__  # type: ignore[attr-defined]
+        self.run: Table = Run.__table__  # type: ignore[attr-defined]
+        self.constraint: Table = ConstraintResult.__table__  # type: ignore[attr-defined]
+        self.check: Table = CheckOutcome.__table__  # type: ignore[attr-defined]
+        self._last_beat = 0.0
+        r = self.record
+        answer: dict[str, Any] = {
+            "status": bindparam("status"),
+            "error": bindparam("error"),
+            "response": bindparam("response"),
+            "latency_s": bindparam("latency_s"),
+            "prompt_tokens": bindparam("prompt_tokens"),
+            "completion_tokens": bindparam("completion_tokens"),
+            "finish_reason": bindparam("finish_reason"),
+            "created": bindparam("created"),
+        }
+        # An error record turned into an answer (or a newer error): never touch a
+        # record another process has meanwhile stored an answer in.
+        self._overwrite = (
+            update(r)
+            .where(r.c.id == bindparam("rid"), r.c.status != "ok")
+            .values(
+                **answer,
+                attempts=r.c.attempts + bindparam("more_attempts"),
+                code=None,
+                scored_at=None,
+                strict=None,
+                stated_passed=None,
+                n_constraints=None,
+                n_honored=None,
+            )
+        )
+        self._score = (
+            update(r)
+            .where(r.c.id == bindparam("rid"), r.c.status == "ok", r.c.scored_at.is_(None))
+            .values(
+                code=bindparam("code"),
+                strict=bindparam("strict"),
+                stated_passed=bindparam("stated_passed"),
+                n_constraints=bindparam("n_constraints"),
+                n_honored=bindparam("n_honored"),
+                scored_at=bindparam("scored_at"),
+            )
+        )
+
+    # ---- answers
+
+    def write(self, conn: Connection, items: list[Finished]) -> list[ScoreJob]:
+        """Store ``items`` and commit; return the answers to score."""
+        now = utcnow()
+        try:
+            jobs, ids = self._write(conn, items, now)
+            conn.commit()
+        except IntegrityError:
+            # Another process (resuming the same run) stored one of these cells
+            # meanwhile: one transaction per item, adopting its record.
+            conn.rollback()
+            jobs, ids = [], {}
+            for item in items:
+                try:
+                    more, new = self._write(conn, [item], now)
+                    conn.commit()
+                except IntegrityError:
+                    conn.rollback()
+                    self._adopt(conn, item.cell)
+                    more, new = self._write(conn, [item], now)  # an update now, or a real error
+                    conn.commit()
+                jobs += more
+                ids.update(new)
+        self.stored.update(ids)
+        return jobs
+
+    def _write(
+        self, conn: Connection, items: list[Finished], now: Any
+    ) -> tuple[list[ScoreJob], dict[Cell, int]]:
+        jobs: list[ScoreJob] = []
+        ids: dict[Cell, int] = {}
+        new = [i for i in items if i.cell not in self.stored]
+        if new:
+            rows = [self._row(i, now) for i in new]
+            stmt = insert(self.record).returning(self.record.c.id, sort_by_parameter_order=True)
+            for item, record_id in zip(new, conn.execute(stmt, rows).scalars(), strict=True):
+                ids[item.cell] = record_id
+                if item.status == "ok":
+                    jobs.append((record_id, item.cell[1], item.response or ""))
+        for item in items:
+            record_id = self.stored.get(item.cell)
+            if record_id is None:
+                continue
+            params = {**self._answer(item, now), "rid": record_id}
+            params["more_attempts"] = item.attempts
+            if conn.execute(self._overwrite, params).rowcount and item.status == "ok":
+                jobs.append((record_id, item.cell[1], item.response or ""))
+        self._heartbeat(conn, now)
+        return jobs, ids
+
+    @staticmethod
+    def _answer(item: Finished, now: Any) -> dict[str, Any]:
+        return {
+            "status": item.status,
+            "error": item.error,
+            "response": item.response,
+            "latency_s": item.latency_s,
+            "prompt_tokens": item.prompt_tokens,
+            "completion_tokens": item.completion_tokens,
+            "finish_reason": item.finish_reason,
+            "created": now,
+        }
+
+    def _row(self, item: Finished, now: Any) -> dict[str, Any]:
+        model, sid, arm, rep = item.cell
+        loaded = self.library[sid]
+        return {
+            **self._answer(item, now),
+            "run_id": self.run_id,
+            "model": model,
+            "scenario_id": sid,
+            "scenario_version": loaded.scenario.version,
+            "scenario_sha256": loaded.sha256,
+            "category": loaded.scenario.category,
+            "arm": arm,
+            "rep": rep,
+            "attempts": item.attempts,
+            "messages_sha256": item.messages_sha256,
+            "prompt_version": PROMPT_VERSION,
+        }
+
+    def _adopt(self, conn: Connection, cell: Cell) -> None:
+        """Learn the id of a record another process stored for ``cell``."""
+        model, sid, arm, rep = cell
+        r = self.record
+        found = conn.execute(
+            sa_select(r.c.id).where(
+                r.c.run_id == self.run_id,
+                r.c.model == model,
+                r.c.scenario_id == sid,
+                r.c.arm == arm,
+                r.c.rep == rep,
+            )
+        ).scalar()
+        if found is not None:
+            self.stored[cell] = found
+
+    def _heartbeat(self, conn: Connection, now: Any) -> None:
+        """Refresh ``Run.updated`` (the monitor's sign of life) every few seconds."""
+        tick = time.monotonic()
+        if tick - self._last_beat < HEARTBEAT_S:
+            return
+        self._last_beat = tick
+        conn.execute(update(self.run).where(self.run.c.id == self.run_id).values(updated=now))
+
+    def beat(self, conn: Connection) -> None:
+        self._heartbeat(conn, utcnow())
+        conn.commit()
+
+    # ---- scores
+
+    def unscored(self, conn: Connection) -> list[ScoreJob]:
+        """Answers of this run that a kill left unscored."""
+        r = self.record
+        rows = conn.execute(
+            sa_select(r.c.id, r.c.scenario_id, r.c.response).where(
+                r.c.run_id == self.run_id, r.c.status == "ok", r.c.scored_at.is_(None)
+            )
+        ).all()
+        conn.rollback()
+        return [(rid, sid, response or "") for rid, sid, response in rows]
+
+    def score(self, job: ScoreJob) -> tuple[int, ScoreRows] | None:
+        """Score one answer (None when its scenario is not in this run's library)."""
+        record_id, sid, response = job
+        loaded = self.library.get(sid)
+        if loaded is None:
+            return None
+        return record_id, score_rows(record_id, score_response(loaded.scenario, response))
+
+    def save(self, conn: Connection, scored: list[tuple[int, ScoreRows]]) -> int:
+        """Store scores in one transaction; return how many answers got theirs."""
+        try:
+            n = self._save(conn, scored)
+            conn.commit()
+            return n
+        except IntegrityError:
+            # A re-score (``cvb score``) raced with us: one transaction per record.
+            conn.rollback()
+            n = 0
+            for one in scored:
+                try:
+                    n += self._save(conn, [one])
+                    conn.commit()
+                except IntegrityError:
+                    conn.rollback()
+            return n
+
+    def _save(self, conn: Connection, scored: list[tuple[int, ScoreRows]]) -> int:
+        constraint_rows: list[dict[str, Any]] = []
+        check_rows: list[dict[str, Any]] = []
+        n = 0
+        for record_id, (values, constraints, checks) in scored:
+            # Only an answer nobody scored yet: another process resuming the same
+            # run may score the same leftovers (its UPDATE then matches nothing).
+            if conn.execute(self._score, {**values, "rid": record_id}).rowcount:
+                constraint_rows += constraints
+                check_rows += checks
+                n += 1
+        if constraint_rows:
+            conn.execute(insert(self.constraint), constraint_rows)
+        if check_rows:
+            conn.execute(insert(self.check), check_rows)
+        return n
+
+
+class _Frames:
+    """Frames from the runner, read off the pipe as they come."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.ready: list[object] = []  # parsed, not yet taken
+        self.closed = False  # the runner closed its end (a partial frame is dropped)
+
+    def take(self, timeout: float | None) -> list[object]:
+        """Every whole frame that has arrived, waiting up to ``timeout`` for the first.
+
+        Returns ``[]`` on timeout and once the pipe is closed.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.closed:
+            frames = self._parse()
+            if frames:
+                return frames
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.fd], [], [], wait)[0]:
+                return []
+            chunk = os.read(self.fd, 1 << 16)
+            if chunk:
+                self.buffer += chunk
+            else:
+                self.closed = True
+        return self._parse()
+
+    def _parse(self) -> list[object]:
+        frames, self.ready = self.ready, []
+        buffer = self.buffer
+        while len(buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(buffer)
+            end = _HEADER.size + size
+            if len(buffer) < end:
+                break
+            frames.append(pickle.loads(buffer[_HEADER.size : end]))
+            del buffer[:end]
+        return frames
+
+
+class _Process:
+    """The recorder process: the main thread receives and commits, a thread scores."""
+
+    def __init__(self, setup: Setup, frames: _Frames, out: _Outbox) -> None:
+        self.store = _Store(setup)
+        self.frames = frames
+        self.out = out
+        self.to_score: queue.Queue[ScoreJob | None] = queue.Queue()
+        self.scored = 0
+        self.scorer = threading.Thread(target=self._guard, args=(self._score,), daemon=True)
+
+    def run(self) -> int:
+        self.scorer.start()
+        self._guard(self._write)
+        self.scorer.join()
+        self.out.send("done", self.scored)
+        return 0
+
+    def _guard(self, loop: Callable[[], None]) -> None:
+        try:
+            loop()
+        except BaseException as exc:  # any failure ends the recorder
+            self.out.send("error", _describe(exc))
+            os._exit(1)  # every transaction is atomic: nothing is left half-written
+
+    def _write(self) -> None:
+        """Group commit: whatever has arrived goes in one transaction, then is acknowledged."""
+        with self.store.engine.connect() as conn:
+            while True:
+                frames = self.frames.take(timeout=HEARTBEAT_S)
+                items = [f for f in frames if isinstance(f, tuple)]
+                if items:
+                    jobs = self.store.write(conn, [item for _, item in items])
+                    if not self.out.send("ack", [token for token, _ in items]):
+                        self.frames.closed = True
+                    for job in jobs:
+                        self.to_score.put(job)
+                elif not frames and not self.frames.closed:
+                    self.store.beat(conn)  # slow replies: still a sign of life
+                if None in frames:  # the runner is done: score everything, then exit
+                    self.to_score.put(None)
+                    return
+                if self.frames.closed:
+                    # The runner is gone: what was committed stays, and what is left
+                    # unscored is scored when the run resumes.
+                    os._exit(0)
+
+    def _score(self) -> None:
+        with self.store.engine.connect() as conn:
+            for job in self.store.unscored(conn):  # left by a kill; scored first
+                self.to_score.put(job)
+            stop = False
+            while not stop:
+                # Gather answers for a moment: one transaction for a few dozen
+                # answers costs much less than one each, and a live view still
+                # sees accuracy grow several times a second.
+                pending = [self.to_score.get()]
+                until = time.monotonic() + SCORE_GATHER_S
+                while len(pending) < SCORE_BATCH and None not in pending:
+                    try:
+                        pending.append(
+                            self.to_score.get(timeout=max(0.0, until - time.monotonic()))
+                        )
+                    except queue.Empty:
+                        break
+                stop = None in pending
+                jobs = collections.deque(j for j in pending if j is not None)
+                while jobs:
+                    # Commit every SCORE_COMMIT_S at least: slow checks still show progress.
+                    started = time.monotonic()
+                    scored: list[tuple[int, ScoreRows]] = []
+                    while (
+                        jobs
+                        and len(scored) < SCORE_BATCH
+                        and time.monotonic() - started < SCORE_COMMIT_S
+                    ):
+                        one = self.store.score(jobs.popleft())
+                        if one is not None:
+                            scored.append(one)
+                    self.scored += self.store.save(conn, scored)
+
+
+def _describe(exc: BaseException) -> str:
+    """A failure in one line: the driver's own message, not the SQL with its parameters."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+
+
+def main() -> int:
+    # The runner decides when to stop (the pipe closing says it is gone).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # Keep the pipes to ourselves: anything else printing (or a sandboxed check's
+    # process inheriting fd 1) must not corrupt the frames.
+    frames = _Frames(os.dup(0))
+    out = _Outbox(os.fdopen(os.dup(1), "wb"))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    # The scorer thread is CPU-bound; the main thread wakes on I/O and must get
+    # the GIL at once, or every acknowledgement (and so the runner's next
+    # request) waits for up to the default 5 ms switch interval.
+    sys.setswitchinterval(0.0005)
+    setup, *frames.ready = frames.take(timeout=None) or [None]
+    if not isinstance(setup, Setup):
+        return 0  # the runner stopped before it bound a run
+    try:
+        process = _Process(setup, frames, out)
+    except Exception as exc:
+        out.send("error", _describe(exc))
+        return 1
+    return process.run()
+
+
+if __name__ == "__main__":
+    # Run the imported module, not __main__: the frames unpickle to its classes.
+    from cvb_engine.recorder import main as _main
+
+    sys.exit(_main())
