@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proc_scan import processes_with
+from proc_scan import alive, processes_with
 
 from cvb_engine import sandbox
 from cvb_engine.sandbox import Limits, SandboxError, run_many, run_python
@@ -551,10 +551,7 @@ def test_zygote_is_replaced_after_a_timeout(zygote: None) -> None:
     run_python("x = 1", "assert x == 1")
     infra = sandbox.zygote_pids()
     assert run_python("while True:\n    pass\n", "pass", timeout_s=0.5).timed_out
-    deadline = time.monotonic() + 5
-    while any(alive(pid) for pid in infra) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(alive(pid) for pid in infra)
+    assert not any(alive(pid, wait_s=5) for pid in infra)
     assert run_python("x = 1", "assert x == 1").passed
     assert set(sandbox.zygote_pids()).isdisjoint(infra)
 
@@ -587,15 +584,4 @@ def test_idle_zygotes_are_closed(zygote: None) -> None:
     while sandbox.zygote_pids() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert sandbox.zygote_pids() == []
-    while any(alive(pid) for pid in infra) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(alive(pid) for pid in infra)
-
-
-def alive(pid: int) -> bool:
-    """Running or sleeping: not gone, and not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] != "Z"
+    assert not any(alive(pid, wait_s=5) for pid in infra)
