@@ -788,6 +788,9 @@ UNPARSEABLE = group(
     rows=[
         ("syntax-error", "import os\ndef f(:\n    pass\n", 2),
         ("python2-print", "print 'hello'\n", 1),
+        # The parser points one past the end of the text.
+        ("error-at-end-of-text", "with", 1),
+        ("unclosed-at-end-of-text", "x = (", 1),
         ("bad-indent", "def f():\nreturn 1\n", 2),
         ("nul-byte", "x = 1\x00\n", 1),
         ("too-deep-for-the-parser", "x = " + "+".join(["a"] * 20_000) + "\n", 1),
