@@ -439,9 +439,12 @@ def _swallows(body: Sequence[ast.stmt]) -> bool:
 
 
 def _param_names(args: ast.arguments) -> list[str]:
-    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    params += [a for a in (args.vararg, args.kwarg) if a is not None]
-    return [a.arg for a in params]
+    names = [a.arg for a in args.args]
+    if args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        params += [a for a in (args.vararg, args.kwarg) if a is not None]
+        names = [a.arg for a in params]
+    return names
 
 
 def _call_args(call: _Call) -> _Args:
@@ -474,9 +477,11 @@ def _call_args(call: _Call) -> _Args:
 
 # Words whose presence on a line means that an expression there may bind a
 # name (lambda parameters, comprehension targets, ``:=``): such expressions are
-# walked in order, never deferred. Substrings suffice ("format" has "for"):
-# a false alarm only costs an earlier walk.
+# walked in order, never deferred. A false alarm only costs an earlier walk.
 _MARKERS = ("lambda", "for", ":=")
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# "" is the end of the text, after which nothing continues a name.
+_NAME_CHARS = _NAME_START | frozenset("0123456789")
 _FUNCTION_LABELS = frozenset({"function"})
 _ASYNC_FUNCTION_LABELS = frozenset({"function", "async-def"})
 _DISPATCH: dict[type, Any] = {ast.Constant: lambda self, node, ctx: []}
@@ -695,12 +700,15 @@ class _Walker:
         self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ctx: _Ctx
     ) -> _Ctx:
         """Record defaults and bind the parameters; return the body's context."""
-        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-        self.constructs["mutable-default-arg"].extend(d for d in defaults if _mutable_default(d))
-        scope = _Scope(parent=ctx.scope)
-        for name in _param_names(node.args):
-            self._bind(name, scope)
-            scope.strings[name] = "other"
+        args = node.args
+        if args.defaults or args.kw_defaults:
+            defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+            self.constructs["mutable-default-arg"].extend(
+                d for d in defaults if _mutable_default(d)
+            )
+        names = _param_names(args)
+        self.bound.update(names)
+        scope = _Scope(ctx.scope, False, {}, set(names), dict.fromkeys(names, "other"))
         if not isinstance(node, ast.Lambda):
             self._bind(node.name, ctx.scope)
         labels = _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else None
@@ -963,7 +971,7 @@ class _Analysis:
         self.code = code
         # The parser NFKC-normalises identifiers, so only in ASCII code does every
         # name of the tree occur verbatim in the text, which :meth:`need` relies on.
-        markers = self.lines_with(_MARKERS) if code.isascii() else None
+        markers = self.lines_with(_MARKERS, keywords=True) if code.isascii() else None
         walker = _Walker(markers)
         walker.walk(tree)
         self._walker = walker
@@ -1006,35 +1014,53 @@ class _Analysis:
         if words in self._needed or not walker.deferred:
             return
         self._needed.add(words)
+        wanted = frozenset(words)
         names = set(words)
         for local, parts in walker.aliases:
-            if any(word in parts for word in words):
+            if not wanted.isdisjoint(parts):
                 names.add(local)
         lines = self.lines_with(names)
         if not lines:
             return
-        if self._by_line is None:
-            self._by_line = {}
+        by_line = self._by_line
+        if by_line is None:
+            by_line = self._by_line = {}
             for item in walker.deferred:
                 node = item.node
                 for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
-                    self._by_line.setdefault(line, []).append(item)
+                    if line in by_line:
+                        by_line[line].append(item)
+                    else:
+                        by_line[line] = [item]
         start = len(walker.calls)
         for line in lines:
-            for item in self._by_line.get(line, ()):
+            for item in by_line.get(line, ()):
                 if not item.walked:
                     walker.walk_deferred(item)
         if len(walker.calls) > start:
             self._add_calls(walker.calls[start:])
 
-    def lines_with(self, words: Iterable[str]) -> set[int]:
-        """The lines (1-based, as the parser counts them) on which any of ``words`` occurs."""
+    def lines_with(self, words: Iterable[str], keywords: bool = False) -> set[int]:
+        """The lines (1-based, as the parser counts them) on which any of ``words`` occurs.
+
+        With ``keywords``, an occurrence inside a longer name (``isoformat``) does
+        not count; one after a digit (``1for``) does, as the tokenizer splits it.
+        """
         code = self.code
+        # Without "\r" the parser's lines are the "\n"-separated ones.
+        starts = self.line_starts if "\r" in code else None
         lines: set[int] = set()
         for word in words:
             index = code.find(word)
             while index != -1:
-                lines.add(bisect_right(self.line_starts, index))
+                if not keywords or (
+                    (index == 0 or code[index - 1] not in _NAME_START)
+                    and code[index + len(word) : index + len(word) + 1] not in _NAME_CHARS
+                ):
+                    if starts is None:
+                        lines.add(code.count("\n", 0, index) + 1)
+                    else:
+                        lines.add(bisect_right(starts, index))
                 index = code.find(word, index + 1)
         return lines
 
@@ -1319,12 +1345,21 @@ def _describe_call(call: _Call, where: Where | None, analysis: _Analysis) -> str
     return f"{name}({', '.join(parts)})"
 
 
+_DESCRIBED: dict[int, tuple[Params, str]] = {}
+
+
 def _describe_names(params: Params) -> str:
+    hit = _DESCRIBED.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
     names = ", ".join(params.names)
-    if params.where is None:
-        return names
-    conditions = params.where.model_dump(exclude_defaults=True)
-    return f"{names} where {conditions}"
+    if params.where is not None:
+        conditions = params.where.model_dump(exclude_defaults=True)
+        names = f"{names} where {conditions}"
+    if len(_DESCRIBED) > 4096:
+        _DESCRIBED.clear()
+    _DESCRIBED[id(params)] = (params, names)
+    return names
 
 
 def _forbid_call(params: Params, analysis: _Analysis) -> CheckResult:
