@@ -265,9 +265,9 @@ class _Scope:
         return "other"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class _Ctx:
-    """Where a node sits: the enclosing constructs and the scope."""
+    """Where a node sits: the enclosing constructs and the scope (never changed once made)."""
 
     labels: frozenset[str]
     scope: _Scope
@@ -953,6 +953,10 @@ def _position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
+def _import_position(imp: _Import) -> tuple[int, int]:
+    return _position(imp.node)
+
+
 def _call_order(call: _Call) -> tuple[int, int, int, int]:
     # Position first; the walk's order breaks ties (an outer call and the call
     # that is its callee, ``f(x)(y)``, start at the same column).
@@ -984,10 +988,15 @@ class _Analysis:
         self.calls: list[_Call] = []
         self._needed: set[tuple[str, ...]] = set()
         self._by_line: dict[int, list[_Deferred]] | None = None
+        # Spans by node id; holding the tree keeps the ids unique.
+        self._tree = tree
+        self._spans: dict[int, Span] = {}
+        self.imports = sorted(self._static_imports, key=_import_position)
         self._add_calls(list(walker.calls))
 
     def _add_calls(self, calls: list[_Call]) -> None:
         """Resolve newly walked calls; keep ``calls`` and ``imports`` sorted by position."""
+        dynamic = len(self._dynamic_imports)
         for call in calls:
             call.name = self.resolve(call.node.func, call.scope)
             if call.name in _DYNAMIC_IMPORTS:
@@ -997,9 +1006,10 @@ class _Analysis:
                     self._dynamic_imports.append((call.rank, _Import(target.value, call.node)))
         self.calls.extend(calls)
         self.calls.sort(key=_call_order)
-        self._dynamic_imports.sort(key=lambda pair: pair[0])
-        imports = [*self._static_imports, *(imp for _, imp in self._dynamic_imports)]
-        self.imports = sorted(imports, key=lambda imp: _position(imp.node))
+        if len(self._dynamic_imports) > dynamic:
+            self._dynamic_imports.sort(key=lambda pair: pair[0])
+            imports = [*self._static_imports, *(imp for _, imp in self._dynamic_imports)]
+            self.imports = sorted(imports, key=_import_position)
 
     def need(self, words: tuple[str, ...]) -> None:
         """Walk the deferred expressions that may hold a call whose resolved name has
@@ -1121,8 +1131,11 @@ class _Analysis:
         return start, self._offset(end_lineno, end_col), False
 
     def span(self, node: ast.AST) -> Span:
-        start, end, _ = self._range(node)
-        return span_from_offsets(self.code, start, end)
+        span = self._spans.get(id(node))
+        if span is None:
+            start, end, _ = self._range(node)
+            span = self._spans[id(node)] = span_from_offsets(self.code, start, end)
+        return span
 
     def snippet(self, node: ast.AST, limit: int = 40) -> str:
         """The source text of ``node`` on its first line, shortened for a reason string."""
