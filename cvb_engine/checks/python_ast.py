@@ -564,7 +564,8 @@ class _Walker:
             return  # nothing to record: a loaded name, a literal
         markers = self.markers
         if markers is not None and (
-            not markers or markers.isdisjoint(range(node.lineno, (node.end_lineno or 0) + 1))
+            not markers
+            or markers.isdisjoint(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         ):
             self.deferred.append(_Deferred(node, ctx, self.clock))
             self.clock += 1
@@ -1053,8 +1054,9 @@ class _Analysis:
     def lines_with(self, words: Iterable[str], keywords: bool = False) -> set[int]:
         """The lines (1-based, as the parser counts them) on which any of ``words`` occurs.
 
-        With ``keywords``, an occurrence inside a longer name (``isoformat``) does
-        not count; one after a digit (``1for``) does, as the tokenizer splits it.
+        With ``keywords``, an occurrence of a word that is a name inside a longer
+        name (``for`` in ``isoformat``) does not count; one after a digit (``1for``)
+        does, as the tokenizer splits it. Other words (``:=``) always count.
         """
         code = self.code
         # Without "\r" the parser's lines are the "\n"-separated ones.
@@ -1063,9 +1065,13 @@ class _Analysis:
         for word in words:
             index = code.find(word)
             while index != -1:
-                if not keywords or (
-                    (index == 0 or code[index - 1] not in _NAME_START)
-                    and code[index + len(word) : index + len(word) + 1] not in _NAME_CHARS
+                if (
+                    not keywords
+                    or not word.isidentifier()
+                    or (
+                        (index == 0 or code[index - 1] not in _NAME_START)
+                        and code[index + len(word) : index + len(word) + 1] not in _NAME_CHARS
+                    )
                 ):
                     if starts is None:
                         lines.add(code.count("\n", 0, index) + 1)

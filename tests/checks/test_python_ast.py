@@ -918,6 +918,24 @@ DEFERRED = group(
             True,
         ),
         (
+            "string-by-walrus-unspaced",
+            FORBID_SQL,
+            "if (q:=f'SELECT {x}'):\n    cur.execute(q)\n",
+            True,
+        ),
+        (
+            "bound-by-walrus",
+            {"rule": "forbid-call", "names": ["sp.run"]},
+            "if (sp:=f()):\n    pass\nsp.run()\n",
+            False,
+        ),
+        (
+            "bound-by-comprehension-unspaced",
+            {"rule": "forbid-call", "names": ["sp.run"]},
+            "x = [(1)for sp in y]\nsp.run()\n",
+            False,
+        ),
+        (
             "bound-by-comprehension",
             {"rule": "forbid-call", "names": ["sp.run"]},
             "[sp for sp in y]\nsp.run()\n",
