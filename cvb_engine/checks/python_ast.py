@@ -23,7 +23,9 @@ wildcards (``*.execute``).
 Only the syntax tree is inspected: names in comments, docstrings and strings
 never count, nothing is evaluated, and only literal constants are compared.
 The tree is walked once per :class:`Subject`; the result is shared by every
-``python-ast`` check of that subject through ``subject.cache``.
+``python-ast`` check of that subject through ``subject.cache``. The walk sets
+aside expressions that cannot bind a name and walks them only when a call rule
+(or a dynamic import) could find a call in them (see :class:`_Walker`).
 """
 
 from __future__ import annotations
