@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvb_engine.checks.base import CheckResult, Subject, get_kind
+from cvb_engine.checks.base import CheckKind, CheckResult, Subject, get_kind
 from cvb_engine.extract import extract_code
 from cvb_engine.scenario import Scenario
 
@@ -63,7 +63,10 @@ class Scored:
 
 def run_check(kind_name: str, params: Any, subject: Subject) -> CheckResult:
     """Run one check, turning any exception into a failed result (model output is data)."""
-    kind = get_kind(kind_name)
+    return _run(get_kind(kind_name), kind_name, params, subject)
+
+
+def _run(kind: CheckKind | None, kind_name: str, params: Any, subject: Subject) -> CheckResult:
     if kind is None:
         return CheckResult(passed=False, reason=f"unknown check kind {kind_name!r}")
     try:
@@ -72,12 +75,13 @@ def run_check(kind_name: str, params: Any, subject: Subject) -> CheckResult:
         return CheckResult(passed=False, reason=f"check crashed: {type(exc).__name__}: {exc}")
 
 
-Plan = list[tuple[str, list[tuple[str, str, Any]]]]
+Plan = list[tuple[str, list[tuple[str, str, Any, CheckKind | None]]]]
 _PLANS: dict[int, tuple[Scenario, Plan]] = {}
 
 
 def _plan(scenario: Scenario) -> Plan:
-    """(constraint id, [(check id, kind, validated params)]) for a scenario, validated once.
+    """(constraint id, [(check id, kind, validated params, registered kind)]) for a
+    scenario, validated once.
 
     Scenarios are immutable, so the validated parameters are cached per object;
     re-scoring 100,000 records then validates each check's parameters once.
@@ -89,7 +93,7 @@ def _plan(scenario: Scenario) -> Plan:
         (
             c.id,
             [
-                (check_id, spec.kind, spec.params())
+                (check_id, spec.kind, spec.params(), get_kind(spec.kind))
                 for check_id, spec in zip(c.check_ids(), c.checks, strict=True)
             ],
         )
@@ -110,8 +114,8 @@ def score_code(scenario: Scenario, code: str, response: str | None = None) -> Sc
             ConstraintVerdict(
                 constraint_id,
                 tuple(
-                    CheckVerdict(check_id, kind, run_check(kind, params, subject))
-                    for check_id, kind, params in checks
+                    CheckVerdict(check_id, name, _run(kind, name, params, subject))
+                    for check_id, name, params, kind in checks
                 ),
             )
         )

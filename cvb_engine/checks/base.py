@@ -114,7 +114,7 @@ def span_from_offsets(text: str, start: int, end: int) -> Span:
     starts on the blank line above the import), so the span lands on the text
     that matched.
     """
-    while start < end and text[start].isspace():
+    while start < end and start < len(text) and text[start].isspace():
         start += 1
     line = text.count("\n", 0, start) + 1
     line_start = text.rfind("\n", 0, start) + 1

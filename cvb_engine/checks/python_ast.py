@@ -23,16 +23,19 @@ wildcards (``*.execute``).
 Only the syntax tree is inspected: names in comments, docstrings and strings
 never count, nothing is evaluated, and only literal constants are compared.
 The tree is walked once per :class:`Subject`; the result is shared by every
-``python-ast`` check of that subject through ``subject.cache``.
+``python-ast`` check of that subject through ``subject.cache``. The walk sets
+aside expressions that cannot bind a name and walks them only when a call rule
+(or a dynamic import) could find a call in them (see :class:`_Walker`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, Literal, Self, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
@@ -228,7 +231,8 @@ class _Scope:
 
     ``imports`` and ``locals`` hold every binding of the body, whatever its
     position; ``strings`` follows the walk, so it describes the names as they
-    stand at the point being visited.
+    stand at the point being visited (the walker logs every change, so that
+    the state at an earlier point can be recovered).
     """
 
     parent: _Scope | None
@@ -236,19 +240,20 @@ class _Scope:
     imports: dict[str, str] = field(default_factory=dict)
     locals: set[str] = field(default_factory=set)
     strings: dict[str, str] = field(default_factory=dict)
+    # The scopes a name is looked up in, innermost first. Python's rule: a
+    # class body is visible to itself, not to what it encloses.
+    chain: tuple[_Scope, ...] = field(init=False)
 
-    def _chain(self) -> Iterable[_Scope]:
-        # Python's rule: a class body is visible to itself, not to what it encloses.
-        yield self
-        scope = self.parent
-        while scope is not None:
-            if not scope.is_class:
-                yield scope
-            scope = scope.parent
+    def __post_init__(self) -> None:
+        parent = self.parent
+        if parent is None:
+            self.chain = (self,)
+        else:
+            self.chain = (self, *(parent.chain[1:] if parent.is_class else parent.chain))
 
     def binding(self, name: str) -> tuple[str | None, bool]:
         """The dotted name ``name`` is imported as, and whether a local binding hides it."""
-        for scope in self._chain():
+        for scope in self.chain:
             if name in scope.imports:
                 return scope.imports[name], False
             if name in scope.locals:
@@ -256,15 +261,15 @@ class _Scope:
         return None, False
 
     def string_kind(self, name: str) -> str:
-        for scope in self._chain():
+        for scope in self.chain:
             if name in scope.strings:
                 return scope.strings[name]
         return "other"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class _Ctx:
-    """Where a node sits: the enclosing constructs and the scope."""
+    """Where a node sits: the enclosing constructs and the scope (never changed once made)."""
 
     labels: frozenset[str]
     scope: _Scope
@@ -280,21 +285,42 @@ class _Import:
 
 
 @dataclass(slots=True)
-class _Call:
-    node: ast.Call
-    labels: frozenset[str]
-    scope: _Scope
+class _Args:
+    """A call's arguments as the ``where`` conditions see them."""
+
     plain: list[ast.expr]
     star: bool
     keywords: dict[str, ast.expr]
     kw_splat: bool
-    dynamic_pos: tuple[bool, ...]
-    dynamic_kw: dict[str, bool]
+
+
+@dataclass(slots=True)
+class _Call:
+    node: ast.Call
+    labels: frozenset[str]
+    scope: _Scope
+    # The walk's clock when it reached the call (string kinds are looked up as
+    # they stood then) and the call's rank in the walk's order.
+    clock: int
+    rank: tuple[int, int]
     name: str | None = None
+    args: _Args | None = None
+
+
+@dataclass(slots=True)
+class _Deferred:
+    """A value expression set aside: only the calls in it can matter, and only to
+    a rule whose words occur on its lines."""
+
+    node: ast.expr
+    ctx: _Ctx
+    clock: int
+    walked: bool = False
 
 
 _Task: TypeAlias = tuple[ast.AST, _Ctx] | Callable[[], None]
 _SKIPPED = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+_StringLookup: TypeAlias = Callable[[str], str]
 
 
 def _is_literal(node: ast.expr, depth: int = 0) -> bool:
@@ -323,8 +349,11 @@ def _add_operands(node: ast.BinOp) -> list[ast.expr]:
     return out
 
 
-def _string_kind(node: ast.expr, scope: _Scope, depth: int = 0) -> str:
-    """Classify an expression: ``"dynamic"`` string, ``"literal"`` string, or ``"other"``."""
+def _string_kind(node: ast.expr, lookup: _StringLookup, depth: int = 0) -> str:
+    """Classify an expression: ``"dynamic"`` string, ``"literal"`` string, or ``"other"``.
+
+    ``lookup`` gives the kind a name stands for at the point of the expression.
+    """
     if depth > _MAX_EXPR_DEPTH:
         return "other"
     if isinstance(node, ast.Constant):
@@ -333,9 +362,9 @@ def _string_kind(node: ast.expr, scope: _Scope, depth: int = 0) -> str:
         placeholder = any(isinstance(v, ast.FormattedValue) for v in node.values)
         return "dynamic" if placeholder else "literal"
     if isinstance(node, ast.Name):
-        return scope.string_kind(node.id)
+        return lookup(node.id)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        kinds = [(op, _string_kind(op, scope, depth + 1)) for op in _add_operands(node)]
+        kinds = [(op, _string_kind(op, lookup, depth + 1)) for op in _add_operands(node)]
         if any(k == "dynamic" for _, k in kinds):
             return "dynamic"
         if any(k == "literal" for _, k in kinds):
@@ -345,7 +374,7 @@ def _string_kind(node: ast.expr, scope: _Scope, depth: int = 0) -> str:
                 return "literal"
         return "other"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        left = _string_kind(node.left, scope, depth + 1)
+        left = _string_kind(node.left, lookup, depth + 1)
         if left == "dynamic" or (left == "literal" and not _is_literal(node.right)):
             return "dynamic"
         return left
@@ -354,7 +383,7 @@ def _string_kind(node: ast.expr, scope: _Scope, depth: int = 0) -> str:
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "format"
     ):
-        receiver = _string_kind(node.func.value, scope, depth + 1)
+        receiver = _string_kind(node.func.value, lookup, depth + 1)
         arguments = [*node.args, *(kw.value for kw in node.keywords)]
         if receiver == "dynamic" or (
             receiver == "literal" and not all(_is_literal(a) for a in arguments)
@@ -363,11 +392,11 @@ def _string_kind(node: ast.expr, scope: _Scope, depth: int = 0) -> str:
     return "other"
 
 
-def _augmented_kind(old: str, op: ast.operator, value: ast.expr, scope: _Scope) -> str:
+def _augmented_kind(old: str, op: ast.operator, value: ast.expr, lookup: _StringLookup) -> str:
     """The string kind of ``name <op>= value`` given the kind ``name`` had."""
     if old == "dynamic" and isinstance(op, ast.Add | ast.Mod):
         return "dynamic"
-    new = _string_kind(value, scope)
+    new = _string_kind(value, lookup)
     if isinstance(op, ast.Add):
         if new == "dynamic" or (old == "literal" and new == "other" and not _is_literal(value)):
             return "dynamic"
@@ -412,49 +441,383 @@ def _swallows(body: Sequence[ast.stmt]) -> bool:
 
 
 def _param_names(args: ast.arguments) -> list[str]:
-    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    params += [a for a in (args.vararg, args.kwarg) if a is not None]
-    return [a.arg for a in params]
+    names = [a.arg for a in args.args]
+    if args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        params += [a for a in (args.vararg, args.kwarg) if a is not None]
+        names = [a.arg for a in params]
+    return names
 
 
+def _call_args(call: _Call) -> _Args:
+    """The arguments of ``call``, sorted out once, when a rule first looks at them."""
+    if call.args is not None:
+        return call.args
+    node = call.node
+    plain: list[ast.expr] = []
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            break
+        plain.append(arg)
+    keywords: dict[str, ast.expr] = {}
+    kw_splat = False
+    for kw in node.keywords:
+        if kw.arg is not None:
+            keywords[kw.arg] = kw.value
+        elif isinstance(kw.value, ast.Dict) and all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in kw.value.keys
+        ):
+            # A literal dict splat, **{"shell": True}, says what it passes.
+            for key, value in zip(kw.value.keys, kw.value.values, strict=True):
+                if isinstance(key, ast.Constant):
+                    keywords.setdefault(str(key.value), value)
+        else:
+            kw_splat = True
+    call.args = _Args(plain, len(plain) < len(node.args), keywords, kw_splat)
+    return call.args
+
+
+# Words whose presence on a line means that an expression there may bind a
+# name (lambda parameters, comprehension targets, ``:=``): such expressions are
+# walked in order, never deferred. A false alarm only costs an earlier walk.
+_MARKERS = ("lambda", "for", ":=")
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# "" is the end of the text, after which nothing continues a name.
+_NAME_CHARS = _NAME_START | frozenset("0123456789")
+_FUNCTION_LABELS = frozenset({"function"})
+_ASYNC_FUNCTION_LABELS = frozenset({"function", "async-def"})
 _DISPATCH: dict[type, Any] = {ast.Constant: lambda self, node, ctx: []}
 
 
 class _Walker:
-    """One walk over the tree that records imports, calls and constructs.
+    """One walk over the tree that records imports, bindings, constructs and calls.
 
-    The walk uses an explicit stack, not recursion, so that very deep trees
-    (a long ``a + b + ...`` chain) cannot exhaust the interpreter's stack.
-    Children are visited in source order, which the string tracking relies on.
+    Statements are visited in source order with their context (enclosing
+    constructs, scope), so that when the walk ends every import, binding and
+    construct is known. An expression in a statement can only add calls unless
+    it binds a name, which needs a lambda, a comprehension or ``:=`` on its
+    lines (see ``_MARKERS``); given ``markers``, the lines that hold one, the
+    other expressions are set aside as :class:`_Deferred` and walked only when a
+    rule asks for calls on their lines (:meth:`_Analysis.need`). Everything else
+    is walked at once, in order. Without ``markers`` nothing is deferred.
+
+    Expressions are walked with an explicit stack, not recursion, so that very
+    deep trees (a long ``a + b + ...`` chain) cannot exhaust the interpreter's
+    stack. Statements recurse: the parser allows at most 100 levels of
+    indentation.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, markers: set[int] | None = None) -> None:
         self.module_scope = _Scope(parent=None)
         self.imports: list[_Import] = []
         self.calls: list[_Call] = []
         self.constructs: dict[str, list[ast.AST]] = {c: [] for c in CONSTRUCT_LABELS}
         self.flat_imports: dict[str, str] = {}
+        # Every (local name, components of the dotted name it is imported as).
+        self.aliases: list[tuple[str, tuple[str, ...]]] = []
         self.bound: set[str] = set()
+        self.markers = markers
+        self.deferred: list[_Deferred] = []
+        # The clock orders the walk: it ticks at each call and each deferral, and
+        # every change to a scope's strings is logged with the time it was made.
+        self.clock = 0
+        self.log: list[tuple[int, _Scope, str, str | None]] = []
+        self._item: _Deferred | None = None
+        self._rank = 0
 
     def walk(self, tree: ast.Module) -> None:
-        stack: list[_Task] = [(tree, _Ctx(frozenset(), self.module_scope))]
+        self._block(tree.body, _Ctx(frozenset(), self.module_scope))
+
+    def walk_deferred(self, item: _Deferred) -> None:
+        """Walk a deferred expression now; its calls rank and look up strings as of its place."""
+        item.walked = True
+        self._item, self._rank = item, 0
+        try:
+            self._walk([(item.node, item.ctx)])
+        finally:
+            self._item = None
+
+    def kind_at(self, scope: _Scope, clock: int, name: str) -> str:
+        """The string kind ``name`` stood for in ``scope`` when the clock read ``clock``."""
+        for inner in scope.chain:
+            kind = inner.strings.get(name)
+            for when, changed, key, before in self.log:
+                if when > clock and changed is inner and key == name:
+                    kind = before
+                    break
+            if kind is not None:
+                return kind
+        return "other"
+
+    # statements
+
+    def _block(self, body: list[ast.stmt], ctx: _Ctx) -> None:
+        for node in body:
+            _STATEMENTS.get(type(node), _Walker._statement)(self, node, ctx)
+
+    def _statement(self, node: ast.stmt, ctx: _Ctx) -> None:
+        """A statement without a rule of its own: its children, walked now."""
+        self._walk(self._children(node, ctx))
+
+    def _expr(self, node: ast.expr, ctx: _Ctx) -> None:
+        """A value expression: set it aside unless it may bind a name (see the class doc)."""
+        kind = type(node)
+        if kind is ast.Constant or kind is ast.Name:
+            return  # nothing to record: a loaded name, a literal
+        markers = self.markers
+        if markers is not None and (
+            not markers
+            or markers.isdisjoint(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        ):
+            self.deferred.append(_Deferred(node, ctx, self.clock))
+            self.clock += 1
+            return
+        self._walk([(node, ctx)])
+
+    def _target(self, node: ast.expr, ctx: _Ctx) -> None:
+        if type(node) is ast.Name:
+            self._bind(node.id, ctx.scope)
+        else:
+            self._walk([(node, ctx)])
+
+    def _expression_statement(self, node: ast.Expr, ctx: _Ctx) -> None:
+        self._expr(node.value, ctx)
+
+    def _return(self, node: ast.Return, ctx: _Ctx) -> None:
+        if node.value is not None:
+            self._expr(node.value, ctx)
+
+    def _raise(self, node: ast.Raise, ctx: _Ctx) -> None:
+        if node.exc is not None:
+            self._expr(node.exc, ctx)
+        if node.cause is not None:
+            self._expr(node.cause, ctx)
+
+    def _delete(self, node: ast.Delete, ctx: _Ctx) -> None:
+        for target in node.targets:
+            self._target(target, ctx)
+
+    def _nothing(self, node: ast.stmt, ctx: _Ctx) -> None:
+        pass
+
+    def _if(self, node: ast.If, ctx: _Ctx) -> None:
+        self._expr(node.test, ctx)
+        self._block(node.body, ctx)
+        self._block(node.orelse, ctx)
+
+    def _try(self, node: ast.Try | ast.TryStar, ctx: _Ctx) -> None:
+        self._block(node.body, ctx)
+        for handler in node.handlers:
+            self._handler(handler, ctx)
+        self._block(node.orelse, ctx)
+        self._block(node.finalbody, ctx)
+
+    def _match(self, node: ast.Match, ctx: _Ctx) -> None:
+        self._expr(node.subject, ctx)
+        for case in node.cases:
+            self._walk([(case.pattern, ctx)])
+            if case.guard is not None:
+                self._expr(case.guard, ctx)
+            self._block(case.body, ctx)
+
+    # bindings
+
+    def _bind(self, name: str, scope: _Scope) -> None:
+        scope.locals.add(name)
+        self.bound.add(name)
+
+    def _write(self, scope: _Scope, name: str, kind: str) -> None:
+        strings = scope.strings
+        self.log.append((self.clock, scope, name, strings.get(name)))
+        strings[name] = kind
+
+    def _forget(self, targets: Sequence[ast.AST], scope: _Scope) -> None:
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    self._write(scope, sub.id, "other")
+
+    def _import_binding(self, local: str, qualified: str, scope: _Scope) -> None:
+        scope.imports[local] = qualified
+        self.flat_imports[local] = qualified
+        self.aliases.append((local, tuple(qualified.split("."))))
+
+    def _assign(self, node: ast.Assign, ctx: _Ctx) -> None:
+        kind = _string_kind(node.value, ctx.scope.string_kind)
+        self._expr(node.value, ctx)
+        for target in node.targets:
+            self._target(target, ctx)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self._write(ctx.scope, target.id, kind)
+            else:
+                self._forget([target], ctx.scope)
+
+    def _ann_assign(self, node: ast.AnnAssign, ctx: _Ctx) -> None:
+        kind = None
+        if isinstance(node.target, ast.Name) and node.value is not None:
+            kind = _string_kind(node.value, ctx.scope.string_kind)
+        self._target(node.target, ctx)
+        self._expr(node.annotation, ctx)
+        if node.value is not None:
+            self._expr(node.value, ctx)
+        if kind is not None and isinstance(node.target, ast.Name):
+            self._write(ctx.scope, node.target.id, kind)
+
+    def _aug_assign(self, node: ast.AugAssign, ctx: _Ctx) -> None:
+        target = node.target
+        kind = ""
+        if isinstance(target, ast.Name):
+            lookup = ctx.scope.string_kind
+            kind = _augmented_kind(lookup(target.id), node.op, node.value, lookup)
+        self._target(target, ctx)
+        self._expr(node.value, ctx)
+        if isinstance(target, ast.Name):
+            self._write(ctx.scope, target.id, kind)
+
+    # imports
+
+    def _import(self, node: ast.Import, ctx: _Ctx) -> None:
+        for alias in node.names:
+            self.imports.append(_Import(alias.name, node))
+            if alias.asname:
+                self._import_binding(alias.asname, alias.name, ctx.scope)
+            else:
+                first = alias.name.split(".")[0]
+                self._import_binding(first, first, ctx.scope)
+
+    def _import_from(self, node: ast.ImportFrom, ctx: _Ctx) -> None:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                self.imports.append(_Import(module, node))
+                self.constructs["star-import"].append(node)
+                continue
+            qualified = f"{module}.{alias.name}" if node.module else module + alias.name
+            self.imports.append(_Import(qualified, node))
+            self._import_binding(alias.asname or alias.name, qualified, ctx.scope)
+
+    # scopes
+
+    def _function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ctx: _Ctx
+    ) -> _Ctx:
+        """Record defaults and bind the parameters; return the body's context."""
+        args = node.args
+        if args.defaults or args.kw_defaults:
+            defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+            self.constructs["mutable-default-arg"].extend(
+                d for d in defaults if _mutable_default(d)
+            )
+        names = _param_names(args)
+        self.bound.update(names)
+        scope = _Scope(ctx.scope, False, {}, set(names), dict.fromkeys(names, "other"))
+        if not isinstance(node, ast.Lambda):
+            self._bind(node.name, ctx.scope)
+        labels = _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else None
+        return _Ctx(labels or _FUNCTION_LABELS, scope)
+
+    def _function_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef, ctx: _Ctx) -> None:
+        inner = self._function(node, ctx)
+        for decorator in node.decorator_list:
+            self._expr(decorator, ctx)
+        if node.returns is not None:
+            self._expr(node.returns, ctx)
+        self._arguments(node.args, ctx)
+        self._block(node.body, inner)
+
+    def _arguments(self, args: ast.arguments, ctx: _Ctx) -> None:
+        """Annotations and defaults, in the order of the fields of ``ast.arguments``."""
+        for arg in (*args.posonlyargs, *args.args):
+            if arg.annotation is not None:
+                self._expr(arg.annotation, ctx)
+        if args.vararg is not None and args.vararg.annotation is not None:
+            self._expr(args.vararg.annotation, ctx)
+        for arg in args.kwonlyargs:
+            if arg.annotation is not None:
+                self._expr(arg.annotation, ctx)
+        for default in args.kw_defaults:
+            if default is not None:
+                self._expr(default, ctx)
+        if args.kwarg is not None and args.kwarg.annotation is not None:
+            self._expr(args.kwarg.annotation, ctx)
+        for default in args.defaults:
+            self._expr(default, ctx)
+
+    def _class_def(self, node: ast.ClassDef, ctx: _Ctx) -> None:
+        self._bind(node.name, ctx.scope)
+        inner = _Ctx(ctx.labels, _Scope(parent=ctx.scope, is_class=True))
+        for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
+            self._expr(expr, ctx)
+        self._block(node.body, inner)
+
+    # loops: only what runs on every iteration is "inside" the loop
+
+    def _for(self, node: ast.For | ast.AsyncFor, ctx: _Ctx) -> None:
+        self._expr(node.iter, ctx)
+        self._target(node.target, ctx)
+        self._forget([node.target], ctx.scope)
+        self._block(node.body, ctx.plus("loop"))
+        self._block(node.orelse, ctx)
+
+    def _while(self, node: ast.While, ctx: _Ctx) -> None:
+        loop = ctx.plus("loop")
+        self._expr(node.test, loop)
+        self._block(node.body, loop)
+        self._block(node.orelse, ctx)
+
+    # blocks
+
+    def _handler(self, node: ast.ExceptHandler, ctx: _Ctx) -> None:
+        if node.type is None:
+            self.constructs["bare-except"].append(node)
+        if _broad_exception(node.type) and _swallows(node.body):
+            self.constructs["broad-except-swallow"].append(node)
+        if node.name:
+            self._bind(node.name, ctx.scope)
+            self._write(ctx.scope, node.name, "other")
+        if node.type is not None:
+            self._expr(node.type, ctx)
+        self._block(node.body, ctx.plus("except-handler"))
+
+    def _with(self, node: ast.With | ast.AsyncWith, ctx: _Ctx) -> None:
+        inner = ctx.plus("async-with" if isinstance(node, ast.AsyncWith) else "with")
+        targets = []
+        for item in node.items:
+            self._expr(item.context_expr, inner)
+            if item.optional_vars is not None:
+                self._target(item.optional_vars, inner)
+                targets.append(item.optional_vars)
+        self._forget(targets, ctx.scope)
+        self._block(node.body, inner)
+
+    # plain constructs
+
+    def _global(self, node: ast.Global, ctx: _Ctx) -> None:
+        self.constructs["global-statement"].append(node)
+
+    def _assert(self, node: ast.Assert, ctx: _Ctx) -> None:
+        self.constructs["assert-statement"].append(node)
+        self._expr(node.test, ctx)
+        if node.msg is not None:
+            self._expr(node.msg, ctx)
+
+    # expressions, walked with an explicit stack
+
+    def _walk(self, tasks: list[_Task]) -> None:
+        stack = tasks[::-1]
         while stack:
             task = stack.pop()
             if isinstance(task, tuple):
-                stack.extend(reversed(self._visit(*task)))
+                node, ctx = task
+                visitor = _DISPATCH.get(type(node))
+                if visitor is None:
+                    visitor = _DISPATCH[type(node)] = _visitor_for(type(node))
+                children = visitor(self, node, ctx)
+                if children:
+                    stack.extend(reversed(children))
             else:
                 task()
-
-    def _visit(self, node: ast.AST, ctx: _Ctx) -> list[_Task]:
-        # Dispatch through a per-class table: the walk is the hot path of
-        # re-scoring, and a getattr with a formatted name per node costs more
-        # than the visit itself.
-        visitor = _DISPATCH.get(type(node))
-        if visitor is None:
-            visitor = _DISPATCH[type(node)] = getattr(
-                _Walker, f"_visit_{type(node).__name__}", _Walker._generic
-            )
-        return visitor(self, node, ctx)
 
     def _generic(self, node: ast.AST, ctx: _Ctx) -> list[_Task]:
         return self._children(node, ctx)
@@ -475,148 +838,30 @@ class _Walker:
                 )
         return out
 
-    def _bind(self, name: str, scope: _Scope) -> None:
-        scope.locals.add(name)
-        self.bound.add(name)
-
-    @staticmethod
-    def _forget(targets: Sequence[ast.AST], scope: _Scope) -> None:
-        for target in targets:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Name):
-                    scope.strings[sub.id] = "other"
-
-    def _import_binding(self, local: str, qualified: str, scope: _Scope) -> None:
-        scope.imports[local] = qualified
-        self.flat_imports[local] = qualified
-
-    # imports
-
-    def _visit_Import(self, node: ast.Import, ctx: _Ctx) -> list[_Task]:
-        for alias in node.names:
-            self.imports.append(_Import(alias.name, node))
-            if alias.asname:
-                self._import_binding(alias.asname, alias.name, ctx.scope)
-            else:
-                first = alias.name.split(".")[0]
-                self._import_binding(first, first, ctx.scope)
+    def _visit_statement(self, node: ast.stmt, ctx: _Ctx) -> list[_Task]:
+        _STATEMENTS.get(type(node), _Walker._statement)(self, node, ctx)
         return []
 
-    def _visit_ImportFrom(self, node: ast.ImportFrom, ctx: _Ctx) -> list[_Task]:
-        module = "." * node.level + (node.module or "")
-        for alias in node.names:
-            if alias.name == "*":
-                self.imports.append(_Import(module, node))
-                self.constructs["star-import"].append(node)
-                continue
-            qualified = f"{module}.{alias.name}" if node.module else module + alias.name
-            self.imports.append(_Import(qualified, node))
-            self._import_binding(alias.asname or alias.name, qualified, ctx.scope)
+    def _visit_ExceptHandler(self, node: ast.ExceptHandler, ctx: _Ctx) -> list[_Task]:
+        self._handler(node, ctx)
         return []
-
-    # calls
 
     def _visit_Call(self, node: ast.Call, ctx: _Ctx) -> list[_Task]:
-        plain: list[ast.expr] = []
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                break
-            plain.append(arg)
-        keywords: dict[str, ast.expr] = {}
-        kw_splat = False
-        for kw in node.keywords:
-            if kw.arg is not None:
-                keywords[kw.arg] = kw.value
-            elif isinstance(kw.value, ast.Dict) and all(
-                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in kw.value.keys
-            ):
-                # A literal dict splat, **{"shell": True}, says what it passes.
-                for key, value in zip(kw.value.keys, kw.value.values, strict=True):
-                    if isinstance(key, ast.Constant):
-                        keywords.setdefault(str(key.value), value)
-            else:
-                kw_splat = True
-        self.calls.append(
-            _Call(
-                node=node,
-                labels=ctx.labels,
-                scope=ctx.scope,
-                plain=plain,
-                star=len(plain) < len(node.args),
-                keywords=keywords,
-                kw_splat=kw_splat,
-                dynamic_pos=tuple(_string_kind(a, ctx.scope) == "dynamic" for a in plain),
-                dynamic_kw={
-                    k: _string_kind(v, ctx.scope) == "dynamic" for k, v in keywords.items()
-                },
-            )
-        )
+        item = self._item
+        if item is None:
+            clock = self.clock
+            rank = (clock, 0)
+            self.clock += 1
+        else:
+            clock = item.clock
+            rank = (clock, self._rank)
+            self._rank += 1
+        self.calls.append(_Call(node, ctx.labels, ctx.scope, clock, rank))
         return self._children(node, ctx)
 
-    # scopes
-
-    def _function(
-        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ctx: _Ctx
-    ) -> tuple[list[_Task], _Ctx]:
-        """Record defaults; return the tasks evaluated at definition time and the body's context."""
-        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-        self.constructs["mutable-default-arg"].extend(d for d in defaults if _mutable_default(d))
-        scope = _Scope(parent=ctx.scope)
-        for name in _param_names(node.args):
-            self._bind(name, scope)
-            scope.strings[name] = "other"
-        labels = {"function"}
-        if isinstance(node, ast.AsyncFunctionDef):
-            labels.add("async-def")
-        outer: list[_Task] = []
-        if not isinstance(node, ast.Lambda):
-            self._bind(node.name, ctx.scope)
-            outer += [(d, ctx) for d in node.decorator_list]
-            if node.returns is not None:
-                outer.append((node.returns, ctx))
-        outer.append((node.args, ctx))
-        return outer, _Ctx(frozenset(labels), scope)
-
-    def _visit_FunctionDef(self, node: ast.FunctionDef, ctx: _Ctx) -> list[_Task]:
-        outer, inner = self._function(node, ctx)
-        return [*outer, *((s, inner) for s in node.body)]
-
-    def _visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef, ctx: _Ctx) -> list[_Task]:
-        outer, inner = self._function(node, ctx)
-        return [*outer, *((s, inner) for s in node.body)]
-
     def _visit_Lambda(self, node: ast.Lambda, ctx: _Ctx) -> list[_Task]:
-        outer, inner = self._function(node, ctx)
-        return [*outer, (node.body, inner)]
-
-    def _visit_ClassDef(self, node: ast.ClassDef, ctx: _Ctx) -> list[_Task]:
-        self._bind(node.name, ctx.scope)
-        inner = _Ctx(ctx.labels, _Scope(parent=ctx.scope, is_class=True))
-        outer: list[_Task] = [(d, ctx) for d in node.decorator_list]
-        outer += [(b, ctx) for b in node.bases] + [(k, ctx) for k in node.keywords]
-        return [*outer, *((s, inner) for s in node.body)]
-
-    # loops: only what runs on every iteration is "inside" the loop
-
-    def _visit_For(self, node: ast.For | ast.AsyncFor, ctx: _Ctx) -> list[_Task]:
-        loop = ctx.plus("loop")
-        return [
-            (node.iter, ctx),
-            (node.target, ctx),
-            partial(self._forget, [node.target], ctx.scope),
-            *((s, loop) for s in node.body),
-            *((s, ctx) for s in node.orelse),
-        ]
-
-    _visit_AsyncFor = _visit_For
-
-    def _visit_While(self, node: ast.While, ctx: _Ctx) -> list[_Task]:
-        loop = ctx.plus("loop")
-        return [
-            (node.test, loop),
-            *((s, loop) for s in node.body),
-            *((s, ctx) for s in node.orelse),
-        ]
+        inner = self._function(node, ctx)
+        return [(node.args, ctx), (node.body, inner)]
 
     def _comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, ctx: _Ctx
@@ -644,69 +889,17 @@ class _Walker:
         tasks, loop = self._comprehension(node, ctx)
         return [*tasks, (node.key, loop), (node.value, loop)]
 
-    # blocks
-
-    def _visit_ExceptHandler(self, node: ast.ExceptHandler, ctx: _Ctx) -> list[_Task]:
-        if node.type is None:
-            self.constructs["bare-except"].append(node)
-        if _broad_exception(node.type) and _swallows(node.body):
-            self.constructs["broad-except-swallow"].append(node)
-        if node.name:
-            self._bind(node.name, ctx.scope)
-            ctx.scope.strings[node.name] = "other"
-        inner = ctx.plus("except-handler")
-        head: list[_Task] = [(node.type, ctx)] if node.type is not None else []
-        return [*head, *((s, inner) for s in node.body)]
-
-    def _visit_With(self, node: ast.With | ast.AsyncWith, ctx: _Ctx) -> list[_Task]:
-        inner = ctx.plus("async-with" if isinstance(node, ast.AsyncWith) else "with")
-        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
-        return [
-            *((i, inner) for i in node.items),
-            partial(self._forget, targets, ctx.scope),
-            *((s, inner) for s in node.body),
-        ]
-
-    _visit_AsyncWith = _visit_With
-
-    # bindings
-
     def _visit_Name(self, node: ast.Name, ctx: _Ctx) -> list[_Task]:
         if not isinstance(node.ctx, ast.Load):
             self._bind(node.id, ctx.scope)
         return []
 
-    def _visit_Assign(self, node: ast.Assign, ctx: _Ctx) -> list[_Task]:
-        kind = _string_kind(node.value, ctx.scope)
-        posts: list[_Task] = []
-        for target in node.targets:
-            if isinstance(target, ast.Name):
-                posts.append(partial(ctx.scope.strings.__setitem__, target.id, kind))
-            else:
-                posts.append(partial(self._forget, [target], ctx.scope))
-        return [(node.value, ctx), *((t, ctx) for t in node.targets), *posts]
-
-    def _visit_AnnAssign(self, node: ast.AnnAssign, ctx: _Ctx) -> list[_Task]:
-        tasks = self._children(node, ctx)
-        if isinstance(node.target, ast.Name) and node.value is not None:
-            kind = _string_kind(node.value, ctx.scope)
-            tasks.append(partial(ctx.scope.strings.__setitem__, node.target.id, kind))
-        return tasks
-
-    def _visit_AugAssign(self, node: ast.AugAssign, ctx: _Ctx) -> list[_Task]:
-        tasks = self._children(node, ctx)
-        if isinstance(node.target, ast.Name):
-            old = ctx.scope.string_kind(node.target.id)
-            kind = _augmented_kind(old, node.op, node.value, ctx.scope)
-            tasks.append(partial(ctx.scope.strings.__setitem__, node.target.id, kind))
-        return tasks
-
     def _visit_NamedExpr(self, node: ast.NamedExpr, ctx: _Ctx) -> list[_Task]:
-        kind = _string_kind(node.value, ctx.scope)
+        kind = _string_kind(node.value, ctx.scope.string_kind)
         return [
             (node.value, ctx),
             (node.target, ctx),
-            partial(ctx.scope.strings.__setitem__, node.target.id, kind),
+            partial(self._write, ctx.scope, node.target.id, kind),
         ]
 
     def _visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar, ctx: _Ctx) -> list[_Task]:
@@ -721,44 +914,183 @@ class _Walker:
             self._bind(node.rest, ctx.scope)
         return self._children(node, ctx)
 
-    # plain constructs
 
-    def _visit_Global(self, node: ast.Global, ctx: _Ctx) -> list[_Task]:
-        self.constructs["global-statement"].append(node)
-        return []
+def _visitor_for(cls: type) -> Any:
+    if issubclass(cls, ast.stmt):
+        return _Walker._visit_statement
+    return getattr(_Walker, f"_visit_{cls.__name__}", _Walker._generic)
 
-    def _visit_Assert(self, node: ast.Assert, ctx: _Ctx) -> list[_Task]:
-        self.constructs["assert-statement"].append(node)
-        return self._children(node, ctx)
+
+_STATEMENTS: dict[type, Callable[[_Walker, Any, _Ctx], None]] = {
+    ast.FunctionDef: _Walker._function_def,
+    ast.AsyncFunctionDef: _Walker._function_def,
+    ast.ClassDef: _Walker._class_def,
+    ast.Return: _Walker._return,
+    ast.Delete: _Walker._delete,
+    ast.Assign: _Walker._assign,
+    ast.AugAssign: _Walker._aug_assign,
+    ast.AnnAssign: _Walker._ann_assign,
+    ast.For: _Walker._for,
+    ast.AsyncFor: _Walker._for,
+    ast.While: _Walker._while,
+    ast.If: _Walker._if,
+    ast.With: _Walker._with,
+    ast.AsyncWith: _Walker._with,
+    ast.Match: _Walker._match,
+    ast.Raise: _Walker._raise,
+    ast.Try: _Walker._try,
+    ast.TryStar: _Walker._try,
+    ast.Assert: _Walker._assert,
+    ast.Import: _Walker._import,
+    ast.ImportFrom: _Walker._import_from,
+    ast.Global: _Walker._global,
+    ast.Nonlocal: _Walker._nothing,
+    ast.Expr: _Walker._expression_statement,
+    ast.Pass: _Walker._nothing,
+    ast.Break: _Walker._nothing,
+    ast.Continue: _Walker._nothing,
+}
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
 
 
+def _import_position(imp: _Import) -> tuple[int, int]:
+    return _position(imp.node)
+
+
+def _call_order(call: _Call) -> tuple[int, int, int, int]:
+    # Position first; the walk's order breaks ties (an outer call and the call
+    # that is its callee, ``f(x)(y)``, start at the same column).
+    return (*_position(call.node), *call.rank)
+
+
 class _Analysis:
-    """Everything the rules need about one subject's code, computed once."""
+    """Everything the rules need about one subject's code.
+
+    The tree is walked once, when the analysis is made; the expressions the
+    walk set aside are walked when a rule needs the calls that may be in them
+    (:meth:`need`).
+    """
 
     def __init__(self, code: str, tree: ast.Module) -> None:
         self.code = code
-        # The parser also ends lines at a lone "\r"; spans are then re-expressed
-        # in the "\n"-counted lines the studio shows.
-        self.line_starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", code))]
-        walker = _Walker()
+        # The parser NFKC-normalises identifiers, so only in ASCII code does every
+        # name of the tree occur verbatim in the text, which :meth:`need` relies on.
+        markers = self.lines_with(_MARKERS, keywords=True) if code.isascii() else None
+        walker = _Walker(markers)
         walker.walk(tree)
+        self._walker = walker
         self.flat_imports = walker.flat_imports
         self.bound = walker.bound
-        self.calls = walker.calls
         self.constructs = walker.constructs
-        self.imports = walker.imports
-        for call in self.calls:
+        self._static_imports = walker.imports
+        self._dynamic_imports: list[tuple[tuple[int, int], _Import]] = []
+        self.imports: list[_Import] = []
+        self.calls: list[_Call] = []
+        self._needed: set[tuple[str, ...]] = set()
+        self._by_line: dict[int, list[_Deferred]] | None = None
+        # Spans by node id; holding the tree keeps the ids unique.
+        self._tree = tree
+        self._spans: dict[int, Span] = {}
+        self.imports = sorted(self._static_imports, key=_import_position)
+        self._add_calls(list(walker.calls))
+
+    def _add_calls(self, calls: list[_Call]) -> None:
+        """Resolve newly walked calls; keep ``calls`` and ``imports`` sorted by position."""
+        dynamic = len(self._dynamic_imports)
+        for call in calls:
             call.name = self.resolve(call.node.func, call.scope)
             if call.name in _DYNAMIC_IMPORTS:
-                target = call.plain[0] if call.plain else call.keywords.get("name")
+                args = _call_args(call)
+                target = args.plain[0] if args.plain else args.keywords.get("name")
                 if isinstance(target, ast.Constant) and isinstance(target.value, str):
-                    self.imports.append(_Import(target.value, call.node))
-        self.imports.sort(key=lambda imp: _position(imp.node))
-        self.calls.sort(key=lambda c: _position(c.node))
+                    self._dynamic_imports.append((call.rank, _Import(target.value, call.node)))
+        self.calls.extend(calls)
+        self.calls.sort(key=_call_order)
+        if len(self._dynamic_imports) > dynamic:
+            self._dynamic_imports.sort(key=lambda pair: pair[0])
+            imports = [*self._static_imports, *(imp for _, imp in self._dynamic_imports)]
+            self.imports = sorted(imports, key=_import_position)
+
+    def need(self, words: tuple[str, ...]) -> None:
+        """Walk the deferred expressions that may hold a call whose resolved name has
+        one of ``words`` as its last component (or, for ``a.*``, its first).
+
+        Such a call names the word itself, as an attribute or a name, or calls a
+        name imported as something with that word in it (``from subprocess
+        import run as r; r()``); either way a word of the call's own text,
+        which lies on the lines of the expression that holds it.
+        """
+        walker = self._walker
+        if words in self._needed or not walker.deferred:
+            return
+        self._needed.add(words)
+        wanted = frozenset(words)
+        names = set(words)
+        for local, parts in walker.aliases:
+            if not wanted.isdisjoint(parts):
+                names.add(local)
+        lines = self.lines_with(names)
+        if not lines:
+            return
+        by_line = self._by_line
+        if by_line is None:
+            by_line = self._by_line = {}
+            for item in walker.deferred:
+                node = item.node
+                for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                    if line in by_line:
+                        by_line[line].append(item)
+                    else:
+                        by_line[line] = [item]
+        start = len(walker.calls)
+        for line in lines:
+            for item in by_line.get(line, ()):
+                if not item.walked:
+                    walker.walk_deferred(item)
+        if len(walker.calls) > start:
+            self._add_calls(walker.calls[start:])
+
+    def lines_with(self, words: Iterable[str], keywords: bool = False) -> set[int]:
+        """The lines (1-based, as the parser counts them) on which any of ``words`` occurs.
+
+        With ``keywords``, an occurrence of a word that is a name inside a longer
+        name (``for`` in ``isoformat``) does not count; one after a digit (``1for``)
+        does, as the tokenizer splits it. Other words (``:=``) always count.
+        """
+        code = self.code
+        # Without "\r" the parser's lines are the "\n"-separated ones.
+        starts = self.line_starts if "\r" in code else None
+        lines: set[int] = set()
+        for word in words:
+            index = code.find(word)
+            while index != -1:
+                if (
+                    not keywords
+                    or not word.isidentifier()
+                    or (
+                        (index == 0 or code[index - 1] not in _NAME_START)
+                        and code[index + len(word) : index + len(word) + 1] not in _NAME_CHARS
+                    )
+                ):
+                    if starts is None:
+                        lines.add(code.count("\n", 0, index) + 1)
+                    else:
+                        lines.add(bisect_right(starts, index))
+                index = code.find(word, index + 1)
+        return lines
+
+    def string_kind(self, node: ast.expr, call: _Call) -> str:
+        """The string kind of an argument of ``call``, as the names stood at the call."""
+        return _string_kind(node, partial(self._walker.kind_at, call.scope, call.clock))
+
+    @cached_property
+    def line_starts(self) -> list[int]:
+        # The parser also ends lines at a lone "\r"; spans are then re-expressed
+        # in the "\n"-counted lines the studio shows.
+        return [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", self.code))]
 
     def resolve(self, expr: ast.expr, scope: _Scope) -> str | None:
         """The dotted name of a Name/Attribute chain, resolved through the imports."""
@@ -807,8 +1139,11 @@ class _Analysis:
         return start, self._offset(end_lineno, end_col), False
 
     def span(self, node: ast.AST) -> Span:
-        start, end, _ = self._range(node)
-        return span_from_offsets(self.code, start, end)
+        span = self._spans.get(id(node))
+        if span is None:
+            start, end, _ = self._range(node)
+            span = self._spans[id(node)] = span_from_offsets(self.code, start, end)
+        return span
 
     def snippet(self, node: ast.AST, limit: int = 40) -> str:
         """The source text of ``node`` on its first line, shortened for a reason string."""
@@ -868,7 +1203,11 @@ def _unique_spans(analysis: _Analysis, nodes: Iterable[ast.AST]) -> tuple[Span, 
     return tuple(seen.values())
 
 
+_DYNAMIC_IMPORT_WORDS = tuple(sorted({name.rsplit(".", 1)[-1] for name in _DYNAMIC_IMPORTS}))
+
+
 def _import_hits(params: Params, analysis: _Analysis) -> list[_Import]:
+    analysis.need(_DYNAMIC_IMPORT_WORDS)
     return [
         imp
         for imp in analysis.imports
@@ -903,15 +1242,16 @@ _Argument: TypeAlias = tuple[Literal["present", "absent", "unknown"], ast.expr |
 
 def _argument(call: _Call, keyword: str, where: Where) -> _Argument:
     """Find an argument passed by keyword or at its declared positional index."""
-    if keyword in call.keywords:
-        return "present", call.keywords[keyword]
+    args = _call_args(call)
+    if keyword in args.keywords:
+        return "present", args.keywords[keyword]
     index = where.positional.get(keyword)
     if index is not None:
-        if index < len(call.plain):
-            return "present", call.plain[index]
-        if call.star:
+        if index < len(args.plain):
+            return "present", args.plain[index]
+        if args.star:
             return "unknown", None
-    return ("unknown", None) if call.kw_splat else ("absent", None)
+    return ("unknown", None) if args.kw_splat else ("absent", None)
 
 
 def _literal(node: ast.expr) -> tuple[bool, LiteralValue]:
@@ -956,11 +1296,12 @@ def _in_list(node: ast.expr, entries: list[str], call: _Call, analysis: _Analysi
     return False
 
 
-def _dynamic_argument(call: _Call, index: int, where: Where) -> bool:
-    if index < len(call.dynamic_pos):
-        return call.dynamic_pos[index]
+def _dynamic_argument(call: _Call, index: int, where: Where, analysis: _Analysis) -> bool:
+    args = _call_args(call)
+    if index < len(args.plain):
+        return analysis.string_kind(args.plain[index], call) == "dynamic"
     return any(
-        call.dynamic_kw.get(keyword, False)
+        keyword in args.keywords and analysis.string_kind(args.keywords[keyword], call) == "dynamic"
         for keyword, position in where.positional.items()
         if position == index
     )
@@ -983,20 +1324,22 @@ def _where_holds(where: Where, call: _Call, analysis: _Analysis) -> bool:
         state, node = _argument(call, keyword, where)
         if state == "unknown" or (node is not None and _in_list(node, entries, call, analysis)):
             return False
-    if where.min_args is not None and len(call.plain) < where.min_args:
+    args = _call_args(call)
+    if where.min_args is not None and len(args.plain) < where.min_args:
         return False
-    if where.max_args is not None and (call.star or len(call.plain) > where.max_args):
+    if where.max_args is not None and (args.star or len(args.plain) > where.max_args):
         return False
     if where.inside is not None and where.inside not in call.labels:
         return False
     if where.not_inside is not None and where.not_inside in call.labels:
         return False
     return where.arg_dynamic_string is None or _dynamic_argument(
-        call, where.arg_dynamic_string, where
+        call, where.arg_dynamic_string, where, analysis
     )
 
 
 def _call_hits(params: Params, analysis: _Analysis) -> list[_Call]:
+    analysis.need(_needles(params))
     return [
         call
         for call in analysis.calls
@@ -1023,12 +1366,21 @@ def _describe_call(call: _Call, where: Where | None, analysis: _Analysis) -> str
     return f"{name}({', '.join(parts)})"
 
 
+_DESCRIBED: dict[int, tuple[Params, str]] = {}
+
+
 def _describe_names(params: Params) -> str:
+    hit = _DESCRIBED.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
     names = ", ".join(params.names)
-    if params.where is None:
-        return names
-    conditions = params.where.model_dump(exclude_defaults=True)
-    return f"{names} where {conditions}"
+    if params.where is not None:
+        conditions = params.where.model_dump(exclude_defaults=True)
+        names = f"{names} where {conditions}"
+    if len(_DESCRIBED) > 4096:
+        _DESCRIBED.clear()
+    _DESCRIBED[id(params)] = (params, names)
+    return names
 
 
 def _forbid_call(params: Params, analysis: _Analysis) -> CheckResult:
@@ -1086,7 +1438,9 @@ def _needles(params: Params) -> tuple[str, ...]:
     Every spelling the analysis resolves — aliases, ``from`` imports, dynamic
     ``import_module("x")`` — still names the module (import rules) or the
     called attribute (call rules) somewhere in the text, so when none of these
-    words occurs the tree walk can be skipped: the rule cannot match.
+    words occurs the tree walk can be skipped: the rule cannot match. (In ASCII
+    text: the parser NFKC-normalises identifiers, so ``ｒequests`` is ``requests``.)
+    For the call rules these are also the words :meth:`_Analysis.need` looks for.
     """
     hit = _NEEDLES.get(id(params))
     if hit is not None and hit[0] is params:
@@ -1104,17 +1458,25 @@ def _needles(params: Params) -> tuple[str, ...]:
 
 
 _EMPTY: list[_Analysis] = []
+_ABSENT: dict[int, tuple[Params, CheckResult]] = {}
 
 
 def _absent_result(params: Params, code: str) -> CheckResult | None:
     """The verdict when none of the rule's words occurs in ``code``: the rule's own
     verdict on an empty module (same reasons), without walking the tree."""
     words = _needles(params)
-    if not words or any(word in code for word in words):
+    if not words or not code.isascii() or any(word in code for word in words):
         return None
+    hit = _ABSENT.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
     if not _EMPTY:
         _EMPTY.append(_Analysis("", ast.parse("")))
-    return _RULES[params.rule](params, _EMPTY[0])
+    result = _RULES[params.rule](params, _EMPTY[0])
+    if len(_ABSENT) > 4096:
+        _ABSENT.clear()
+    _ABSENT[id(params)] = (params, result)
+    return result
 
 
 _RULES: dict[str, Callable[[Params, _Analysis], CheckResult]] = {

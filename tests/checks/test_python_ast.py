@@ -788,6 +788,9 @@ UNPARSEABLE = group(
     rows=[
         ("syntax-error", "import os\ndef f(:\n    pass\n", 2),
         ("python2-print", "print 'hello'\n", 1),
+        # The parser points one past the end of the text.
+        ("error-at-end-of-text", "with", 1),
+        ("unclosed-at-end-of-text", "x = (", 1),
         ("bad-indent", "def f():\nreturn 1\n", 2),
         ("nul-byte", "x = 1\x00\n", 1),
         ("too-deep-for-the-parser", "x = " + "+".join(["a"] * 20_000) + "\n", 1),
@@ -847,6 +850,153 @@ def test_real_modules_do_not_raise(params: dict[str, Any]) -> None:
         path = root / name
         if path.exists():
             assert isinstance(check(path.read_text(encoding="utf-8"), **params), CheckResult)
+
+
+# --- what the walk defers ---------------------------------------------------
+
+# An expression that cannot bind a name is walked only once a rule's words occur
+# on its lines. These rows pin the cases where what decides the verdict (the
+# word, a binding, the string a name holds) lies on other lines.
+FORBID_RUN_SHELL = {"rule": "forbid-call", "names": RUN, "where": SHELL}
+FORBID_SQL = {"rule": "forbid-call", "names": EXECUTE, "where": SQL}
+FORBID_REQUESTS = {"rule": "forbid-import", "names": ["requests"]}
+
+DEFERRED = group(
+    rows=[
+        (
+            "alias-of-function",
+            FORBID_RUN_SHELL,
+            "from subprocess import run as r\nr('x', shell=True)\n",
+            True,
+        ),
+        (
+            "alias-of-module",
+            FORBID_RUN_SHELL,
+            "import subprocess as s\nx = s.run(\n    'ls', shell=True)\n",
+            True,
+        ),
+        (
+            "attribute-on-a-later-line",
+            FORBID_RUN_SHELL,
+            "import subprocess as sp\nx = (\n    sp\n    .run('x', shell=True)\n)\n",
+            True,
+        ),
+        (
+            "call-in-default",
+            FORBID_RUN_SHELL,
+            "import subprocess\ndef f(a=subprocess.run('x', shell=True)):\n    pass\n",
+            True,
+        ),
+        (
+            "call-in-decorator",
+            FORBID_RUN_SHELL,
+            "import subprocess\n@subprocess.run('x', shell=True)\ndef f():\n    pass\n",
+            True,
+        ),
+        (
+            "string-reassigned-after-call",
+            FORBID_SQL,
+            "def f(cur, x):\n    q = 'SELECT ' + x\n    cur.execute(q)\n    q = 'SELECT 1'\n",
+            True,
+        ),
+        (
+            "string-made-dynamic-after-call",
+            FORBID_SQL,
+            "def f(cur, x):\n    q = 'SELECT 1'\n    cur.execute(q)\n    q = 'SELECT ' + x\n",
+            False,
+        ),
+        (
+            "string-assigned-after-inner-def",
+            FORBID_SQL,
+            "def f(cur, x):\n    def g():\n        cur.execute(q)\n    q = 'SELECT ' + x\n",
+            False,
+        ),
+        (
+            "string-by-walrus",
+            FORBID_SQL,
+            "if (q := f'SELECT {x}'):\n    cur.execute(q)\n",
+            True,
+        ),
+        (
+            "string-by-walrus-unspaced",
+            FORBID_SQL,
+            "if (q:=f'SELECT {x}'):\n    cur.execute(q)\n",
+            True,
+        ),
+        (
+            "bound-by-walrus",
+            {"rule": "forbid-call", "names": ["sp.run"]},
+            "if (sp:=f()):\n    pass\nsp.run()\n",
+            False,
+        ),
+        (
+            "bound-by-comprehension-unspaced",
+            {"rule": "forbid-call", "names": ["sp.run"]},
+            "x = [(1)for sp in y]\nsp.run()\n",
+            False,
+        ),
+        (
+            "bound-by-comprehension",
+            {"rule": "forbid-call", "names": ["sp.run"]},
+            "[sp for sp in y]\nsp.run()\n",
+            False,
+        ),
+        (
+            "bound-by-comprehension-suffix",
+            {"rule": "forbid-call", "names": ["*.run"]},
+            "[sp for sp in y]\nsp.run()\n",
+            True,
+        ),
+        (
+            "bound-by-lambda",
+            {"rule": "forbid-call", "names": ["cur.execute"]},
+            "f = lambda cur: cur\ncur.execute('x')\n",
+            False,
+        ),
+        (
+            "dynamic-import-aliased",
+            FORBID_REQUESTS,
+            "from importlib import import_module as im\nm = im('requests')\n",
+            True,
+        ),
+        # The parser NFKC-normalises identifiers: these are requests, print, run.
+        ("non-ascii-import", FORBID_REQUESTS, "import \uff52equests\n", True),
+        ("non-ascii-call", {"rule": "forbid-call", "names": PRINT}, "\uff50rint('x')\n", True),
+        (
+            "non-ascii-alias",
+            FORBID_RUN_SHELL,
+            "from subprocess import \uff52un\n\uff52un('x', shell=True)\n",
+            True,
+        ),
+    ],
+)
+
+
+@pytest.mark.parametrize(("params", "code", "violates"), DEFERRED)
+def test_deferred_expressions(params: dict[str, Any], code: str, violates: bool) -> None:
+    result = check(code, **params)
+    assert result.passed is not violates, result.reason
+
+
+def test_rules_agree_in_any_order() -> None:
+    rules = [
+        FORBID_RUN_SHELL,
+        FORBID_SQL,
+        FORBID_REQUESTS,
+        {"rule": "require-call", "names": ["*.run"]},
+        {"rule": "forbid-call", "names": ["importlib.import_module"]},
+    ]
+    code = (
+        "from importlib import import_module as im\nimport subprocess as sp\n"
+        "def f(cur, x):\n    q = 'SELECT ' + x\n    cur.execute(q)\n"
+        "    sp.run(q, shell=True)\n    im('requests').get(q)\n    q = 'SELECT 1'\n"
+    )
+    alone = [check(code, **rule) for rule in rules]
+    assert [r.passed for r in alone] == [False, False, False, True, False]
+    for order in (range(len(rules)), reversed(range(len(rules))), (2, 0, 4, 1, 3)):
+        subject = Subject(code)
+        shared = {i: run_python_ast(Params.model_validate(rules[i]), subject) for i in order}
+        assert [shared[i] for i in range(len(rules))] == alone
 
 
 # --- sharing and purity -----------------------------------------------------

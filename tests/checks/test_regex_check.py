@@ -71,6 +71,31 @@ def test_blanking_keeps_offsets() -> None:
     assert blank_comments_and_strings("x = '''unterminated") is None
 
 
+# What blanking finds, as Python's tokenizer sees it: string prefixes, a quote
+# after a word character (not a literal), escapes, comments and strings inside
+# one another.
+BLANKING = [
+    pytest.param("x = 'a' + \"b\"", "x =     +    ", id="quotes"),
+    pytest.param("f'{x}' rb'y' Rb\"z\"", "                  ", id="prefixes"),
+    pytest.param("xf'a'", "xf'a'", id="word-before-prefix"),
+    pytest.param("x'a' ", "x'a' ", id="word-before-quote"),
+    pytest.param("(br'a')", "(     )", id="prefix-after-punctuation"),
+    pytest.param("''' '", None, id="unterminated-triple"),
+    pytest.param("'a\\'b' c", "       c", id="escaped-quote"),
+    pytest.param("'a\nb'", "'a\nb'", id="one-line-string-unterminated"),
+    pytest.param("x  # it's 'q'\ny", "x            \ny", id="quote-in-comment"),
+    pytest.param("s = '# no'  # yes", "s =              ", id="hash-in-string"),
+    pytest.param('"""a\n\'b"""\nc', "    \n     \nc", id="triple-multiline"),
+    pytest.param("u'''x'''", "        ", id="triple-prefixed"),
+    pytest.param("rbf'x'", "rbf'x'", id="three-letters-before-quote"),
+]
+
+
+@pytest.mark.parametrize(("code", "blanked"), BLANKING)
+def test_blanking(code: str, blanked: str | None) -> None:
+    assert blank_comments_and_strings(code) == blanked
+
+
 def test_untokenizable_code_falls_back_to_raw_text() -> None:
     result = run_regex(
         Params(forbid="requests", ignore_comments_and_strings=True),
