@@ -1212,6 +1212,23 @@ def _parse_failure(code: str, error: SyntaxError) -> CheckResult:
 # --- the rules --------------------------------------------------------------
 
 
+_CONSTANT: dict[int, tuple[Params, CheckResult]] = {}
+
+
+def _constant(params: Params, make: Callable[[], CheckResult]) -> CheckResult:
+    """The verdict a rule gives whenever nothing in the code is to blame (no hit of a
+    forbid rule, no hit of a require rule): it depends on ``params`` only, so it is
+    made once per parameters object and shared (results are immutable)."""
+    hit = _CONSTANT.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
+    result = make()
+    if len(_CONSTANT) > 4096:
+        _CONSTANT.clear()
+    _CONSTANT[id(params)] = (params, result)
+    return result
+
+
 def _listing(messages: list[str]) -> str:
     shown = "; ".join(messages[:_MAX_LISTED])
     more = len(messages) - _MAX_LISTED
@@ -1240,7 +1257,10 @@ def _import_hits(params: Params, analysis: _Analysis) -> list[_Import]:
 def _forbid_import(params: Params, analysis: _Analysis) -> CheckResult:
     hits = _import_hits(params, analysis)
     if not hits:
-        return CheckResult(passed=True, reason=f"no import of {', '.join(params.names)}")
+        return _constant(
+            params,
+            lambda: CheckResult(passed=True, reason=f"no import of {', '.join(params.names)}"),
+        )
     spans = _unique_spans(analysis, (h.node for h in hits))
     messages = [f"forbidden import {h.module} at line {analysis.span(h.node).line}" for h in hits]
     return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
@@ -1408,7 +1428,9 @@ def _describe_names(params: Params) -> str:
 def _forbid_call(params: Params, analysis: _Analysis) -> CheckResult:
     hits = _call_hits(params, analysis)
     if not hits:
-        return CheckResult(passed=True, reason=f"no call to {_describe_names(params)}")
+        return _constant(
+            params, lambda: CheckResult(passed=True, reason=f"no call to {_describe_names(params)}")
+        )
     messages = [
         f"forbidden call {_describe_call(c, params.where, analysis)} "
         f"at line {analysis.span(c.node).line}"
@@ -1437,7 +1459,7 @@ def _forbid_construct(params: Params, analysis: _Analysis) -> CheckResult:
     label = CONSTRUCT_LABELS.get(construct, construct)
     nodes = sorted(analysis.constructs.get(construct, ()), key=_position)
     if not nodes:
-        return CheckResult(passed=True, reason=f"no {label}")
+        return _constant(params, lambda: CheckResult(passed=True, reason=f"no {label}"))
     spans = _unique_spans(analysis, nodes)
     messages = [f"{label} at line {s.line}" for s in spans]
     return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
