@@ -75,7 +75,10 @@ def _run(kind: CheckKind | None, kind_name: str, params: Any, subject: Subject) 
         return CheckResult(passed=False, reason=f"check crashed: {type(exc).__name__}: {exc}")
 
 
-Plan = list[tuple[str, list[tuple[str, str, Any, CheckKind | None]]]]
+# A check's verdicts by the id of their result: most results are objects a check
+# kind shares between records (nothing to blame), and so can their verdicts be.
+_Verdicts = dict[int, CheckVerdict]
+Plan = list[tuple[str, list[tuple[str, str, Any, CheckKind | None, _Verdicts]]]]
 _PLANS: dict[int, tuple[Scenario, Plan]] = {}
 
 
@@ -89,11 +92,11 @@ def _plan(scenario: Scenario) -> Plan:
     hit = _PLANS.get(id(scenario))
     if hit is not None and hit[0] is scenario:
         return hit[1]
-    plan = [
+    plan: Plan = [
         (
             c.id,
             [
-                (check_id, spec.kind, spec.params(), get_kind(spec.kind))
+                (check_id, spec.kind, spec.params(), get_kind(spec.kind), {})
                 for check_id, spec in zip(c.check_ids(), c.checks, strict=True)
             ],
         )
@@ -110,15 +113,18 @@ def score_code(scenario: Scenario, code: str, response: str | None = None) -> Sc
     subject = Subject(code=code, response=response if response is not None else code)
     verdicts = []
     for constraint_id, checks in _plan(scenario):
-        verdicts.append(
-            ConstraintVerdict(
-                constraint_id,
-                tuple(
-                    CheckVerdict(check_id, name, _run(kind, name, params, subject))
-                    for check_id, name, params, kind in checks
-                ),
-            )
-        )
+        check_verdicts = []
+        for check_id, name, params, kind, seen in checks:
+            result = _run(kind, name, params, subject)
+            verdict = seen.get(id(result))
+            if verdict is None or verdict.result is not result:
+                verdict = CheckVerdict(check_id, name, result)
+                if len(seen) > 16:
+                    seen.clear()
+                # The verdict holds the result, so its id stays unique while cached.
+                seen[id(result)] = verdict
+            check_verdicts.append(verdict)
+        verdicts.append(ConstraintVerdict(constraint_id, tuple(check_verdicts)))
     stated: CheckResult | None = None
     if scenario.stated_tests and scenario.stated_tests.strip():
         stated = _run_stated_tests(scenario.stated_tests, subject)

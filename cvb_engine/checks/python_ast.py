@@ -1138,11 +1138,33 @@ class _Analysis:
             return start, self._line_bounds(lineno)[1], end_lineno != lineno
         return start, self._offset(end_lineno, end_col), False
 
+    @cached_property
+    def plain_lines(self) -> list[str] | None:
+        """The lines of ASCII code without ``"\r"``, in which columns are characters and
+        the parser's lines are the ``"\n"``-separated ones; None for other code."""
+        code = self.code
+        return code.split("\n") if code.isascii() and "\r" not in code else None
+
     def span(self, node: ast.AST) -> Span:
         span = self._spans.get(id(node))
         if span is None:
-            start, end, _ = self._range(node)
-            span = self._spans[id(node)] = span_from_offsets(self.code, start, end)
+            lines = self.plain_lines
+            lineno, col = _position(node)
+            if lines is not None and 0 < lineno <= len(lines):
+                # What span_from_offsets makes of _range, read off the line itself.
+                text = lines[lineno - 1]
+                start = min(col, len(text))
+                end_col = getattr(node, "end_col_offset", None)
+                end = len(text)
+                if end_col is not None and (getattr(node, "end_lineno", None) or lineno) == lineno:
+                    end = min(end_col, end)
+                while start < end and text[start].isspace():
+                    start += 1
+                span = Span(lineno, start, max(1, end - start) if end > start else 0)
+            else:
+                start, end, _ = self._range(node)
+                span = span_from_offsets(self.code, start, end)
+            self._spans[id(node)] = span
         return span
 
     def snippet(self, node: ast.AST, limit: int = 40) -> str:
@@ -1190,6 +1212,23 @@ def _parse_failure(code: str, error: SyntaxError) -> CheckResult:
 # --- the rules --------------------------------------------------------------
 
 
+_CONSTANT: dict[int, tuple[Params, CheckResult]] = {}
+
+
+def _constant(params: Params, make: Callable[[], CheckResult]) -> CheckResult:
+    """The verdict a rule gives whenever nothing in the code is to blame (no hit of a
+    forbid rule, no hit of a require rule): it depends on ``params`` only, so it is
+    made once per parameters object and shared (results are immutable)."""
+    hit = _CONSTANT.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
+    result = make()
+    if len(_CONSTANT) > 4096:
+        _CONSTANT.clear()
+    _CONSTANT[id(params)] = (params, result)
+    return result
+
+
 def _listing(messages: list[str]) -> str:
     shown = "; ".join(messages[:_MAX_LISTED])
     more = len(messages) - _MAX_LISTED
@@ -1218,7 +1257,10 @@ def _import_hits(params: Params, analysis: _Analysis) -> list[_Import]:
 def _forbid_import(params: Params, analysis: _Analysis) -> CheckResult:
     hits = _import_hits(params, analysis)
     if not hits:
-        return CheckResult(passed=True, reason=f"no import of {', '.join(params.names)}")
+        return _constant(
+            params,
+            lambda: CheckResult(passed=True, reason=f"no import of {', '.join(params.names)}"),
+        )
     spans = _unique_spans(analysis, (h.node for h in hits))
     messages = [f"forbidden import {h.module} at line {analysis.span(h.node).line}" for h in hits]
     return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
@@ -1386,7 +1428,9 @@ def _describe_names(params: Params) -> str:
 def _forbid_call(params: Params, analysis: _Analysis) -> CheckResult:
     hits = _call_hits(params, analysis)
     if not hits:
-        return CheckResult(passed=True, reason=f"no call to {_describe_names(params)}")
+        return _constant(
+            params, lambda: CheckResult(passed=True, reason=f"no call to {_describe_names(params)}")
+        )
     messages = [
         f"forbidden call {_describe_call(c, params.where, analysis)} "
         f"at line {analysis.span(c.node).line}"
@@ -1415,7 +1459,7 @@ def _forbid_construct(params: Params, analysis: _Analysis) -> CheckResult:
     label = CONSTRUCT_LABELS.get(construct, construct)
     nodes = sorted(analysis.constructs.get(construct, ()), key=_position)
     if not nodes:
-        return CheckResult(passed=True, reason=f"no {label}")
+        return _constant(params, lambda: CheckResult(passed=True, reason=f"no {label}"))
     spans = _unique_spans(analysis, nodes)
     messages = [f"{label} at line {s.line}" for s in spans]
     return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
@@ -1457,6 +1501,26 @@ def _needles(params: Params) -> tuple[str, ...]:
     return words
 
 
+def _occurs(word: str, code: str) -> bool:
+    """Whether ``word`` occurs in ``code``; a word that is a name, only where it is
+    not part of a longer name (``run`` in ``return`` is not the name ``run``).
+
+    The parser reads a name that follows a digit as a name of its own, so that
+    occurrence counts.
+    """
+    index = code.find(word)
+    if index == -1 or not word.isidentifier():
+        return index != -1
+    size = len(word)
+    while index != -1:
+        if (index == 0 or code[index - 1] not in _NAME_START) and code[
+            index + size : index + size + 1
+        ] not in _NAME_CHARS:
+            return True
+        index = code.find(word, index + 1)
+    return False
+
+
 _EMPTY: list[_Analysis] = []
 _ABSENT: dict[int, tuple[Params, CheckResult]] = {}
 
@@ -1465,7 +1529,7 @@ def _absent_result(params: Params, code: str) -> CheckResult | None:
     """The verdict when none of the rule's words occurs in ``code``: the rule's own
     verdict on an empty module (same reasons), without walking the tree."""
     words = _needles(params)
-    if not words or not code.isascii() or any(word in code for word in words):
+    if not words or not code.isascii() or any(_occurs(word, code) for word in words):
         return None
     hit = _ABSENT.get(id(params))
     if hit is not None and hit[0] is params:

@@ -142,6 +142,29 @@ class Params(BaseModel):
 
 
 _CACHE: dict[tuple[str, int], Any] = {}
+# Per parameters object (validated once per scenario, immutable in practice):
+# the compiled pattern, the cache key of the text and the verdict when nothing
+# matches (results are immutable, so one object serves every record).
+_PREPARED: dict[int, tuple[Params, Any, str, CheckResult]] = {}
+
+
+def _prepared(params: Params) -> tuple[Params, Any, str, CheckResult]:
+    hit = _PREPARED.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit
+    if params.forbid is not None:
+        absent = CheckResult(passed=True, reason="forbidden pattern absent", scope=params.scope)
+    else:
+        absent = CheckResult(passed=False, reason="required pattern not found", scope=params.scope)
+    if len(_PREPARED) > 4096:
+        _PREPARED.clear()
+    entry = _PREPARED[id(params)] = (
+        params,
+        params.compiled(),
+        f"regex:blanked:{params.scope}",
+        absent,
+    )
+    return entry
 
 
 def _compile(pattern: str, flags: int) -> Any:
@@ -207,15 +230,17 @@ def blank_comments_and_strings(code: str) -> str | None:
     return "".join(pieces)
 
 
-def _text_for(params: Params, subject: Subject) -> tuple[str, str]:
-    """The text to match and a note about how it was prepared."""
+def _text_for(params: Params, subject: Subject, key: str) -> tuple[str, str]:
+    """The text to match and a note about how it was prepared (``key``: where the
+    blanked text is kept in ``subject.cache``)."""
     text = subject.text(params.scope)
     if not params.ignore_comments_and_strings:
         return text, ""
-    key = f"regex:blanked:{params.scope}"
-    if key not in subject.cache:
-        subject.cache[key] = blank_comments_and_strings(text)
-    blanked = subject.cache[key]
+    cache = subject.cache
+    if key in cache:
+        blanked = cache[key]
+    else:
+        blanked = cache[key] = blank_comments_and_strings(text)
     if blanked is None:
         return text, " (code not tokenizable: comments and strings were matched too)"
     return blanked, ""
@@ -229,8 +254,8 @@ def _text_for(params: Params, subject: Subject) -> tuple[str, str]:
 )
 def run_regex(params: Params, subject: Subject) -> CheckResult:
     """Evaluate a regex check. Never raises on model output."""
-    text, note = _text_for(params, subject)
-    compiled = params.compiled()
+    _, compiled, key, absent = _prepared(params)
+    text, note = _text_for(params, subject, key)
     spans: list[Span] = []
     try:
         for match in compiled.finditer(text, timeout=params.timeout_s):
@@ -253,6 +278,8 @@ def run_regex(params: Params, subject: Subject) -> CheckResult:
                 evidence=tuple(spans),
                 scope=params.scope,
             )
+        if not note:
+            return absent
         return CheckResult(
             passed=True, reason=f"forbidden pattern absent{note}", scope=params.scope
         )
@@ -263,4 +290,6 @@ def run_regex(params: Params, subject: Subject) -> CheckResult:
             evidence=tuple(spans),
             scope=params.scope,
         )
+    if not note:
+        return absent
     return CheckResult(passed=False, reason=f"required pattern not found{note}", scope=params.scope)
