@@ -971,17 +971,11 @@ def _execute(code: str, test: str, timeout_s: float, limits: Limits, name: str) 
     finally:
         if watch is not None:
             watch.close()
+        _end_launch(proc, group, cg_path)
         if proc is not None:
-            _kill_group(proc)
-        if cg_path is not None and group is not None:
-            group.kill(cg_path)
-        if proc is not None:
-            proc.wait()
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
-        if cg_path is not None and group is not None:
-            group.remove(cg_path)
         for fd in fds:
             os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -1098,6 +1092,20 @@ def _wait_exit(watch: _Watch, deadline: float) -> float | None:
             return time.monotonic()
         else:
             time.sleep(min(remaining, 0.01))
+
+
+def _end_launch(
+    proc: subprocess.Popen[bytes] | None, group: _PidsCgroup | None, cg_path: Path | None
+) -> None:
+    """Kill a launch's process group and everything in its cgroup, reap it, remove the cgroup."""
+    if proc is not None:
+        _kill_group(proc)
+    if cg_path is not None and group is not None:
+        group.kill(cg_path)
+    if proc is not None:
+        proc.wait()
+    if cg_path is not None and group is not None:
+        group.remove(cg_path)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -1299,16 +1307,8 @@ class _Zygote:
 
     def close(self) -> None:
         """Kill the namespace and everything in it; remove the root and the cgroup."""
-        if self.proc is not None:
-            _kill_group(self.proc)
-        if self.cg_path is not None and self.group is not None:
-            self.group.kill(self.cg_path)
-        if self.proc is not None:
-            self.proc.wait()
-            self.proc = None
-        if self.cg_path is not None and self.group is not None:
-            self.group.remove(self.cg_path)
-            self.cg_path = None
+        _end_launch(self.proc, self.group, self.cg_path)
+        self.proc, self.cg_path = None, None
         if self.ctl is not None:
             self.ctl.close()
             self.ctl = None
