@@ -81,18 +81,17 @@ class Subject:
     code: str
     response: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
+    _tree: ast.Module | SyntaxError | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
-    @cached_property
+    @property
     def tree(self) -> ast.Module | SyntaxError:
-        """The parsed module, or the SyntaxError that prevented parsing."""
-        try:
-            return ast.parse(self.code)
-        except SyntaxError as exc:
-            return exc
-        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-            err = SyntaxError(f"{type(exc).__name__}: {exc}")
-            err.lineno = 1
-            return err
+        """The parsed module, or the SyntaxError that prevented parsing (parsed once)."""
+        tree = self._tree
+        if tree is None:
+            tree = self._tree = _parse(self.code)
+        return tree
 
     @cached_property
     def line_offsets(self) -> list[int]:
@@ -105,6 +104,17 @@ class Subject:
 
     def text(self, scope: str) -> str:
         return self.response if scope == "response" and self.response is not None else self.code
+
+
+def _parse(code: str) -> ast.Module | SyntaxError:
+    try:
+        return ast.parse(code)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        err = SyntaxError(f"{type(exc).__name__}: {exc}")
+        err.lineno = 1
+        return err
 
 
 def span_from_offsets(text: str, start: int, end: int) -> Span:

@@ -34,8 +34,9 @@ import ast
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property, partial
+from operator import attrgetter
 from typing import Any, Literal, Self, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
@@ -225,7 +226,6 @@ def _match_import_name(pattern: str, module: str) -> bool:
 # --- the shared analysis ----------------------------------------------------
 
 
-@dataclass(eq=False, slots=True)
 class _Scope:
     """A function, class, comprehension or module body.
 
@@ -235,17 +235,22 @@ class _Scope:
     the state at an earlier point can be recovered).
     """
 
-    parent: _Scope | None
-    is_class: bool = False
-    imports: dict[str, str] = field(default_factory=dict)
-    locals: set[str] = field(default_factory=set)
-    strings: dict[str, str] = field(default_factory=dict)
-    # The scopes a name is looked up in, innermost first. Python's rule: a
-    # class body is visible to itself, not to what it encloses.
-    chain: tuple[_Scope, ...] = field(init=False)
+    __slots__ = ("chain", "imports", "is_class", "locals", "parent", "strings")
 
-    def __post_init__(self) -> None:
-        parent = self.parent
+    def __init__(
+        self,
+        parent: _Scope | None,
+        is_class: bool = False,
+        local_names: Iterable[str] = (),
+    ) -> None:
+        self.parent = parent
+        self.is_class = is_class
+        self.imports: dict[str, str] = {}
+        self.locals = set(local_names)
+        self.strings = dict.fromkeys(self.locals, "other")
+        # The scopes a name is looked up in, innermost first. Python's rule: a
+        # class body is visible to itself, not to what it encloses.
+        self.chain: tuple[_Scope, ...]
         if parent is None:
             self.chain = (self,)
         else:
@@ -440,13 +445,16 @@ def _swallows(body: Sequence[ast.stmt]) -> bool:
     )
 
 
+_ARG_NAME = attrgetter("arg")
+_ANNOTATION = attrgetter("annotation")
+
+
 def _param_names(args: ast.arguments) -> list[str]:
-    names = [a.arg for a in args.args]
     if args.posonlyargs or args.kwonlyargs or args.vararg or args.kwarg:
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         params += [a for a in (args.vararg, args.kwarg) if a is not None]
-        names = [a.arg for a in params]
-    return names
+        return list(map(_ARG_NAME, params))
+    return list(map(_ARG_NAME, args.args))
 
 
 def _call_args(call: _Call) -> _Args:
@@ -513,8 +521,8 @@ class _Walker:
         self.calls: list[_Call] = []
         self.constructs: dict[str, list[ast.AST]] = {c: [] for c in CONSTRUCT_LABELS}
         self.flat_imports: dict[str, str] = {}
-        # Every (local name, components of the dotted name it is imported as).
-        self.aliases: list[tuple[str, tuple[str, ...]]] = []
+        # For each component of a dotted name imported, the local names bound to it.
+        self.aliases: dict[str, list[str]] = {}
         self.bound: set[str] = set()
         self.markers = markers
         self.deferred: list[_Deferred] = []
@@ -640,7 +648,12 @@ class _Walker:
     def _import_binding(self, local: str, qualified: str, scope: _Scope) -> None:
         scope.imports[local] = qualified
         self.flat_imports[local] = qualified
-        self.aliases.append((local, tuple(qualified.split("."))))
+        aliases = self.aliases
+        for part in qualified.split("."):
+            if part in aliases:
+                aliases[part].append(local)
+            else:
+                aliases[part] = [local]
 
     def _assign(self, node: ast.Assign, ctx: _Ctx) -> None:
         kind = _string_kind(node.value, ctx.scope.string_kind)
@@ -711,7 +724,7 @@ class _Walker:
             )
         names = _param_names(args)
         self.bound.update(names)
-        scope = _Scope(ctx.scope, False, {}, set(names), dict.fromkeys(names, "other"))
+        scope = _Scope(ctx.scope, False, names)
         if not isinstance(node, ast.Lambda):
             self._bind(node.name, ctx.scope)
         labels = _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else None
@@ -728,6 +741,16 @@ class _Walker:
 
     def _arguments(self, args: ast.arguments, ctx: _Ctx) -> None:
         """Annotations and defaults, in the order of the fields of ``ast.arguments``."""
+        if not (
+            args.defaults
+            or args.kw_defaults
+            or args.posonlyargs
+            or args.kwonlyargs
+            or args.vararg
+            or args.kwarg
+            or any(map(_ANNOTATION, args.args))
+        ):
+            return  # plain parameters: nothing to walk
         for arg in (*args.posonlyargs, *args.args):
             if arg.annotation is not None:
                 self._expr(arg.annotation, ctx)
@@ -857,7 +880,34 @@ class _Walker:
             rank = (clock, self._rank)
             self._rank += 1
         self.calls.append(_Call(node, ctx.labels, ctx.scope, clock, rank))
-        return self._children(node, ctx)
+        # What _children gives, with each keyword's value in place of the keyword
+        # (a keyword node has nothing else to visit).
+        return [
+            (node.func, ctx),
+            *[(arg, ctx) for arg in node.args],
+            *[(keyword.value, ctx) for keyword in node.keywords],
+        ]
+
+    # The commonest expressions, their children listed directly (as _children would).
+
+    def _visit_Attribute(self, node: ast.Attribute | ast.Starred, ctx: _Ctx) -> list[_Task]:
+        return [(node.value, ctx)]
+
+    _visit_Starred = _visit_Attribute
+
+    def _visit_BinOp(self, node: ast.BinOp, ctx: _Ctx) -> list[_Task]:
+        return [(node.left, ctx), (node.right, ctx)]
+
+    def _visit_Subscript(self, node: ast.Subscript, ctx: _Ctx) -> list[_Task]:
+        return [(node.value, ctx), (node.slice, ctx)]
+
+    def _visit_Tuple(self, node: ast.Tuple | ast.List, ctx: _Ctx) -> list[_Task]:
+        return [(elt, ctx) for elt in node.elts]
+
+    _visit_List = _visit_Tuple
+
+    def _visit_JoinedStr(self, node: ast.JoinedStr, ctx: _Ctx) -> list[_Task]:
+        return [(value, ctx) for value in node.values]
 
     def _visit_Lambda(self, node: ast.Lambda, ctx: _Ctx) -> list[_Task]:
         inner = self._function(node, ctx)
@@ -1027,11 +1077,11 @@ class _Analysis:
         if words in self._needed or not walker.deferred:
             return
         self._needed.add(words)
-        wanted = frozenset(words)
         names = set(words)
-        for local, parts in walker.aliases:
-            if not wanted.isdisjoint(parts):
-                names.add(local)
+        aliases = walker.aliases
+        for word in words:
+            if word in aliases:
+                names.update(aliases[word])
         lines = self.lines_with(names)
         if not lines:
             return
@@ -1522,25 +1572,27 @@ def _occurs(word: str, code: str) -> bool:
 
 
 _EMPTY: list[_Analysis] = []
-_ABSENT: dict[int, tuple[Params, CheckResult]] = {}
+_ABSENT: dict[int, tuple[Params, tuple[str, ...], CheckResult]] = {}
 
 
 def _absent_result(params: Params, code: str) -> CheckResult | None:
     """The verdict when none of the rule's words occurs in ``code``: the rule's own
     verdict on an empty module (same reasons), without walking the tree."""
-    words = _needles(params)
-    if not words or not code.isascii() or any(_occurs(word, code) for word in words):
-        return None
     hit = _ABSENT.get(id(params))
-    if hit is not None and hit[0] is params:
-        return hit[1]
-    if not _EMPTY:
-        _EMPTY.append(_Analysis("", ast.parse("")))
-    result = _RULES[params.rule](params, _EMPTY[0])
-    if len(_ABSENT) > 4096:
-        _ABSENT.clear()
-    _ABSENT[id(params)] = (params, result)
-    return result
+    if hit is None or hit[0] is not params:
+        if not _EMPTY:
+            _EMPTY.append(_Analysis("", ast.parse("")))
+        if len(_ABSENT) > 4096:
+            _ABSENT.clear()
+        hit = (params, _needles(params), _RULES[params.rule](params, _EMPTY[0]))
+        _ABSENT[id(params)] = hit
+    words = hit[1]
+    if not words or not code.isascii():
+        return None
+    for word in words:
+        if _occurs(word, code):
+            return None
+    return hit[2]
 
 
 _RULES: dict[str, Callable[[Params, _Analysis], CheckResult]] = {
