@@ -79,19 +79,21 @@ def _run(kind: CheckKind | None, kind_name: str, params: Any, subject: Subject) 
 # kind shares between records (nothing to blame), and so can their verdicts be.
 _Verdicts = dict[int, CheckVerdict]
 Plan = list[tuple[str, list[tuple[str, str, Any, CheckKind | None, _Verdicts]]]]
-_PLANS: dict[int, tuple[Scenario, Plan]] = {}
+# Every check of the plan as (kind name, params): what a Subject is told will run on it.
+Checks = tuple[tuple[str, Any], ...]
+_PLANS: dict[int, tuple[Scenario, Plan, Checks]] = {}
 
 
-def _plan(scenario: Scenario) -> Plan:
+def _plan(scenario: Scenario) -> tuple[Plan, Checks]:
     """(constraint id, [(check id, kind, validated params, registered kind)]) for a
-    scenario, validated once.
+    scenario, validated once, and every check of it as (kind name, params).
 
     Scenarios are immutable, so the validated parameters are cached per object;
     re-scoring 100,000 records then validates each check's parameters once.
     """
     hit = _PLANS.get(id(scenario))
     if hit is not None and hit[0] is scenario:
-        return hit[1]
+        return hit[1], hit[2]
     plan: Plan = [
         (
             c.id,
@@ -102,17 +104,19 @@ def _plan(scenario: Scenario) -> Plan:
         )
         for c in scenario.constraints
     ]
+    checks = tuple((name, params) for _, listed in plan for _, name, params, _, _ in listed)
     if len(_PLANS) > 1024:
         _PLANS.clear()
-    _PLANS[id(scenario)] = (scenario, plan)
-    return plan
+    _PLANS[id(scenario)] = (scenario, plan, checks)
+    return plan, checks
 
 
 def score_code(scenario: Scenario, code: str, response: str | None = None) -> Scored:
     """Score already-extracted ``code`` against every constraint of ``scenario``."""
-    subject = Subject(code=code, response=response if response is not None else code)
+    plan, every_check = _plan(scenario)
+    subject = Subject(code, code if response is None else response, {}, every_check)
     verdicts = []
-    for constraint_id, checks in _plan(scenario):
+    for constraint_id, checks in plan:
         check_verdicts = []
         for check_id, name, params, kind, seen in checks:
             result = _run(kind, name, params, subject)

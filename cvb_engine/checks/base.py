@@ -81,6 +81,10 @@ class Subject:
     code: str
     response: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
+    # The checks that will run on this subject, as (kind name, validated
+    # parameters), when the caller knows them (scoring does): a kind may then
+    # prepare one analysis that serves exactly those checks. Empty: unknown.
+    checks: tuple[tuple[str, Any], ...] = ()
     _tree: ast.Module | SyntaxError | None = field(
         default=None, init=False, repr=False, compare=False
     )

@@ -515,13 +515,17 @@ class _Walker:
     indentation.
     """
 
-    def __init__(self, markers: set[int] | None = None) -> None:
+    def __init__(self, markers: set[int] | None = None, strings: bool = True) -> None:
         self.module_scope = _Scope(parent=None)
+        # Whether to follow the string kinds of names (only arg_dynamic_string
+        # needs them); without, no assignment's value is classified.
+        self.strings = strings
         self.imports: list[_Import] = []
         self.calls: list[_Call] = []
         self.constructs: dict[str, list[ast.AST]] = {c: [] for c in CONSTRUCT_LABELS}
         self.flat_imports: dict[str, str] = {}
-        # For each component of a dotted name imported, the local names bound to it.
+        # For each component of a dotted name imported, the local names bound to
+        # it (other than the component itself).
         self.aliases: dict[str, list[str]] = {}
         self.bound: set[str] = set()
         self.markers = markers
@@ -635,11 +639,15 @@ class _Walker:
         self.bound.add(name)
 
     def _write(self, scope: _Scope, name: str, kind: str) -> None:
+        if not self.strings:
+            return
         strings = scope.strings
         self.log.append((self.clock, scope, name, strings.get(name)))
         strings[name] = kind
 
     def _forget(self, targets: Sequence[ast.AST], scope: _Scope) -> None:
+        if not self.strings:
+            return
         for target in targets:
             for sub in ast.walk(target):
                 if isinstance(sub, ast.Name):
@@ -648,14 +656,20 @@ class _Walker:
     def _import_binding(self, local: str, qualified: str, scope: _Scope) -> None:
         scope.imports[local] = qualified
         self.flat_imports[local] = qualified
-        aliases = self.aliases
-        for part in qualified.split("."):
-            if part in aliases:
-                aliases[part].append(local)
-            else:
-                aliases[part] = [local]
+        if local != qualified:  # a name imported as itself adds nothing to a word
+            aliases = self.aliases
+            for part in qualified.split("."):
+                if part in aliases:
+                    aliases[part].append(local)
+                else:
+                    aliases[part] = [local]
 
     def _assign(self, node: ast.Assign, ctx: _Ctx) -> None:
+        if not self.strings:
+            self._expr(node.value, ctx)
+            for target in node.targets:
+                self._target(target, ctx)
+            return
         kind = _string_kind(node.value, ctx.scope.string_kind)
         self._expr(node.value, ctx)
         for target in node.targets:
@@ -668,7 +682,7 @@ class _Walker:
 
     def _ann_assign(self, node: ast.AnnAssign, ctx: _Ctx) -> None:
         kind = None
-        if isinstance(node.target, ast.Name) and node.value is not None:
+        if self.strings and isinstance(node.target, ast.Name) and node.value is not None:
             kind = _string_kind(node.value, ctx.scope.string_kind)
         self._target(node.target, ctx)
         self._expr(node.annotation, ctx)
@@ -680,7 +694,7 @@ class _Walker:
     def _aug_assign(self, node: ast.AugAssign, ctx: _Ctx) -> None:
         target = node.target
         kind = ""
-        if isinstance(target, ast.Name):
+        if self.strings and isinstance(target, ast.Name):
             lookup = ctx.scope.string_kind
             kind = _augmented_kind(lookup(target.id), node.op, node.value, lookup)
         self._target(target, ctx)
@@ -945,6 +959,8 @@ class _Walker:
         return []
 
     def _visit_NamedExpr(self, node: ast.NamedExpr, ctx: _Ctx) -> list[_Task]:
+        if not self.strings:
+            return [(node.value, ctx), (node.target, ctx)]
         kind = _string_kind(node.value, ctx.scope.string_kind)
         return [
             (node.value, ctx),
@@ -1024,12 +1040,12 @@ class _Analysis:
     (:meth:`need`).
     """
 
-    def __init__(self, code: str, tree: ast.Module) -> None:
+    def __init__(self, code: str, tree: ast.Module, strings: bool = True) -> None:
         self.code = code
         # The parser NFKC-normalises identifiers, so only in ASCII code does every
         # name of the tree occur verbatim in the text, which :meth:`need` relies on.
         markers = self.lines_with(_MARKERS, keywords=True) if code.isascii() else None
-        walker = _Walker(markers)
+        walker = _Walker(markers, strings)
         walker.walk(tree)
         self._walker = walker
         self.flat_imports = walker.flat_imports
@@ -1134,6 +1150,7 @@ class _Analysis:
 
     def string_kind(self, node: ast.expr, call: _Call) -> str:
         """The string kind of an argument of ``call``, as the names stood at the call."""
+        assert self._walker.strings, "an analysis made without string kinds"
         return _string_kind(node, partial(self._walker.kind_at, call.scope, call.clock))
 
     @cached_property
@@ -1226,10 +1243,13 @@ class _Analysis:
         return text + "…" if clipped else text
 
 
-def _analysis_for(subject: Subject) -> _Analysis | CheckResult:
-    """The memoised analysis of ``subject``, or the failed result that replaces it."""
+def _analysis_for(subject: Subject, strings: bool = True) -> _Analysis | CheckResult:
+    """The memoised analysis of ``subject``, or the failed result that replaces it;
+    ``strings``: one that follows string kinds (see :func:`_strings_needed`)."""
     cached = subject.cache.get(CACHE_KEY)
-    if isinstance(cached, _Analysis | CheckResult):
+    if isinstance(cached, CheckResult) or (
+        isinstance(cached, _Analysis) and (cached._walker.strings or not strings)
+    ):
         return cached
     result: _Analysis | CheckResult
     tree = subject.tree
@@ -1237,7 +1257,7 @@ def _analysis_for(subject: Subject) -> _Analysis | CheckResult:
         result = _parse_failure(subject.code, tree)
     else:
         try:
-            result = _Analysis(subject.code, tree)
+            result = _Analysis(subject.code, tree, strings)
         except (RecursionError, MemoryError) as exc:
             result = CheckResult(passed=False, reason=f"code too complex to analyse: {exc!r}")
     subject.cache[CACHE_KEY] = result
@@ -1595,6 +1615,23 @@ def _absent_result(params: Params, code: str) -> CheckResult | None:
     return hit[2]
 
 
+_STRINGS: dict[int, tuple[tuple[tuple[str, Any], ...], bool, frozenset[int]]] = {}
+
+
+def _strings_needed(params: Params, checks: tuple[tuple[str, Any], ...]) -> bool:
+    """Whether the analysis serving ``params`` must follow string kinds: unless its
+    sibling ``checks`` are known and none of their python-ast checks asks for
+    ``arg_dynamic_string``, one analysis that does serves them all."""
+    hit = _STRINGS.get(id(checks))
+    if hit is None or hit[0] is not checks:
+        mine = [p for kind, p in checks if kind == "python-ast" and isinstance(p, Params)]
+        needed = any(p.where is not None and p.where.arg_dynamic_string is not None for p in mine)
+        if len(_STRINGS) > 1024:
+            _STRINGS.clear()
+        hit = _STRINGS[id(checks)] = (checks, needed, frozenset(map(id, mine)))
+    return hit[1] or id(params) not in hit[2]
+
+
 _RULES: dict[str, Callable[[Params, _Analysis], CheckResult]] = {
     "forbid-import": _forbid_import,
     "require-import": _require_import,
@@ -1631,7 +1668,7 @@ def run_python_ast(params: Params, subject: Subject) -> CheckResult:
     absent = _absent_result(params, subject.code)
     if absent is not None:
         return absent
-    analysis = _analysis_for(subject)
+    analysis = _analysis_for(subject, _strings_needed(params, subject.checks))
     if isinstance(analysis, CheckResult):
         return analysis
     try:

@@ -21,8 +21,17 @@ from cvb_engine.checks.python_ast import CONSTRUCT_LABELS, Params, run_python_as
 
 
 def check(code: str, **params: Any) -> CheckResult:
-    """Run one python-ast check, parameters given as they would appear in YAML."""
-    return run_python_ast(Params.model_validate(params), Subject(code))
+    """Run one python-ast check, parameters given as they would appear in YAML.
+
+    It runs twice: on a subject that knows nothing of the checks to come, and on
+    one told, as scoring tells it, which checks will run (then the analysis
+    follows string kinds only if the check asks for them); the verdicts must agree.
+    """
+    validated = Params.model_validate(params)
+    alone = run_python_ast(validated, Subject(code))
+    told = run_python_ast(validated, Subject(code, checks=(("python-ast", validated),)))
+    assert told == alone
+    return alone
 
 
 def group(*shared: Any, rows: Iterable[tuple[Any, ...]]) -> list[Any]:
@@ -993,10 +1002,22 @@ def test_rules_agree_in_any_order() -> None:
     )
     alone = [check(code, **rule) for rule in rules]
     assert [r.passed for r in alone] == [False, False, False, True, False]
-    for order in (range(len(rules)), reversed(range(len(rules))), (2, 0, 4, 1, 3)):
+    validated = [Params.model_validate(rule) for rule in rules]
+    for order in ((0, 1, 2, 3, 4), (4, 3, 2, 1, 0), (2, 0, 4, 1, 3)):
         subject = Subject(code)
-        shared = {i: run_python_ast(Params.model_validate(rules[i]), subject) for i in order}
+        shared = {i: run_python_ast(validated[i], subject) for i in order}
         assert [shared[i] for i in range(len(rules))] == alone
+        # Told which checks will run, as scoring tells it: the SQL rule needs string
+        # kinds, so the one analysis follows them whichever check comes first.
+        told = Subject(code, checks=tuple(("python-ast", v) for v in validated))
+        shared = {i: run_python_ast(validated[i], told) for i in order}
+        assert [shared[i] for i in range(len(rules))] == alone
+    # Told of checks that do not need string kinds, then given one that does (not
+    # among those told): its analysis is made again, with them.
+    others = tuple(("python-ast", v) for i, v in enumerate(validated) if i != 1)
+    subject = Subject(code, checks=others)
+    assert [run_python_ast(v, subject) for _, v in others] == alone[:1] + alone[2:]
+    assert run_python_ast(validated[1], subject) == alone[1]
 
 
 # --- sharing and purity -----------------------------------------------------
