@@ -6,7 +6,8 @@ pattern for ``import requests`` also fires on ``# we no longer import
 requests``. Set ``ignore_comments_and_strings: true`` to match only against
 code tokens: comments and string literals (docstrings included) are blanked
 out first, offsets preserved, so evidence still points at the right column.
-When the code cannot be tokenized the raw text is used and the reason says so.
+When the code cannot be tokenized the raw text is used, and a reason that
+reports a match says so.
 
 Patterns run under the ``regex`` module's ``timeout=``: a pattern that takes
 longer than ``timeout_s`` on a text is a failed check with that reason, never a
@@ -15,6 +16,7 @@ hang.
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any, Literal
 
@@ -145,10 +147,89 @@ _CACHE: dict[tuple[str, int], Any] = {}
 # Per parameters object (validated once per scenario, immutable in practice):
 # the compiled pattern, the cache key of the text and the verdict when nothing
 # matches (results are immutable, so one object serves every record).
-_PREPARED: dict[int, tuple[Params, Any, str, CheckResult]] = {}
+_PREPARED: dict[int, tuple[Params, Any, str, CheckResult, bool]] = {}
 
 
-def _prepared(params: Params) -> tuple[Params, Any, str, CheckResult]:
+# What the standard library's parser makes of a pattern (private, so looked up
+# defensively: without it no pattern is read and blanking is never skipped).
+try:
+    _sre_parser: Any = importlib.import_module("re._parser")
+    _sre: Any = importlib.import_module("re._constants")
+    _SPACELESS_CATEGORIES = frozenset(
+        {_sre.CATEGORY_DIGIT, _sre.CATEGORY_NOT_SPACE, _sre.CATEGORY_WORD}
+    )
+except (ImportError, AttributeError):  # pragma: no cover - another Python
+    _sre_parser = None
+# Syntax the regex module reads otherwise than re: POSIX classes, fuzzy counts.
+_REGEX_ONLY = re.compile(r"\[:|\{\s*[A-Za-z]")
+_RE_FLAGS = {"ignorecase": re.IGNORECASE, "multiline": re.MULTILINE, "dotall": re.DOTALL}
+
+
+def blanking_cannot_add_a_match(params: Params) -> bool:
+    """Whether every match of the pattern in blanked text is also a match in the text.
+
+    Blanking turns the characters of comments and string literals into spaces
+    (newlines kept), so a match that consumes no space, asserts nothing negative
+    (no negative lookaround, ``\\B``, backreference or conditional) is made of
+    characters the blanking left alone. Its ``\\b`` assertions hold in the text
+    too: a blanked stretch starts with a quote, ``#`` or a string prefix after a
+    non-word character, and ends with a quote or before a newline. For such a
+    pattern, no match in the raw text means no match in the blanked text, and
+    the blanking can be skipped. Patterns the standard parser does not read as
+    the regex module does are never taken to be such.
+    """
+    if _sre_parser is None or _REGEX_ONLY.search(params.pattern):
+        return False
+    flags = re.VERBOSE if "verbose" in params.flags else 0
+    for name in params.flags:
+        flags |= _RE_FLAGS.get(name, 0)
+    try:
+        parsed = _sre_parser.parse(params.pattern, flags)
+    except Exception:  # re reads it otherwise (or not at all): assume nothing
+        return False
+    return _spaceless(parsed)
+
+
+def _spaceless(items: Any) -> bool:
+    """Whether a parsed (sub)pattern can neither consume a space nor assert a negation."""
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            ok = arg != 32
+        elif name == "NOT_LITERAL":
+            ok = arg == 32
+        elif name == "IN":
+            ok = all(_spaceless_member(str(kind), value) for kind, value in arg)
+        elif name == "AT":
+            ok = str(arg) != "AT_NON_BOUNDARY"
+        elif name == "BRANCH":
+            ok = all(_spaceless(branch) for branch in arg[1])
+        elif name == "SUBPATTERN":
+            ok = _spaceless(arg[3])
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            ok = _spaceless(arg[2])
+        elif name == "ATOMIC_GROUP":
+            ok = _spaceless(arg)
+        elif name == "ASSERT":
+            ok = _spaceless(arg[1])
+        else:  # ANY, ASSERT_NOT, GROUPREF, GROUPREF_EXISTS, anything new
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+def _spaceless_member(kind: str, value: Any) -> bool:
+    if kind == "LITERAL":
+        return bool(value != 32)
+    if kind == "RANGE":
+        return not value[0] <= 32 <= value[1]
+    if kind == "CATEGORY":
+        return value in _SPACELESS_CATEGORIES
+    return False  # NEGATE and the rest
+
+
+def _prepared(params: Params) -> tuple[Params, Any, str, CheckResult, bool]:
     hit = _PREPARED.get(id(params))
     if hit is not None and hit[0] is params:
         return hit
@@ -163,6 +244,7 @@ def _prepared(params: Params) -> tuple[Params, Any, str, CheckResult]:
         params.compiled(),
         f"regex:blanked:{params.scope}",
         absent,
+        params.ignore_comments_and_strings and blanking_cannot_add_a_match(params),
     )
     return entry
 
@@ -254,7 +336,14 @@ def _text_for(params: Params, subject: Subject, key: str) -> tuple[str, str]:
 )
 def run_regex(params: Params, subject: Subject) -> CheckResult:
     """Evaluate a regex check. Never raises on model output."""
-    _, compiled, key, absent = _prepared(params)
+    _, compiled, key, absent, raw_first = _prepared(params)
+    if raw_first and key not in subject.cache:
+        # Nothing in the raw text, nothing in the blanked text: no need to blank.
+        try:
+            if compiled.search(subject.text(params.scope), timeout=params.timeout_s) is None:
+                return absent
+        except TimeoutError:
+            pass  # decided on the blanked text, as any other pattern
     text, note = _text_for(params, subject, key)
     spans: list[Span] = []
     try:
@@ -278,11 +367,7 @@ def run_regex(params: Params, subject: Subject) -> CheckResult:
                 evidence=tuple(spans),
                 scope=params.scope,
             )
-        if not note:
-            return absent
-        return CheckResult(
-            passed=True, reason=f"forbidden pattern absent{note}", scope=params.scope
-        )
+        return absent
     if spans:
         return CheckResult(
             passed=True,
@@ -290,6 +375,5 @@ def run_regex(params: Params, subject: Subject) -> CheckResult:
             evidence=tuple(spans),
             scope=params.scope,
         )
-    if not note:
-        return absent
-    return CheckResult(passed=False, reason=f"required pattern not found{note}", scope=params.scope)
+    # Without a match the verdict is the same whether or not the text was blanked.
+    return absent

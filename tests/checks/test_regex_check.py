@@ -8,7 +8,12 @@ import pytest
 from pydantic import ValidationError
 
 from cvb_engine.checks.base import Span, Subject
-from cvb_engine.checks.regex_check import Params, blank_comments_and_strings, run_regex
+from cvb_engine.checks.regex_check import (
+    Params,
+    blank_comments_and_strings,
+    blanking_cannot_add_a_match,
+    run_regex,
+)
 
 COMMENTED = '# we no longer import requests\n"""requests was removed"""\nimport httpx\n'
 
@@ -102,6 +107,77 @@ def test_untokenizable_code_falls_back_to_raw_text() -> None:
         Subject(code="import requests\nx = '''open"),
     )
     assert not result.passed and "not tokenizable" in result.reason
+
+
+def test_untokenizable_code_without_a_match_needs_no_note() -> None:
+    for params in (
+        Params(forbid="requests", ignore_comments_and_strings=True),
+        Params(require="requests", ignore_comments_and_strings=True),
+    ):
+        result = run_regex(params, Subject(code="import httpx\nx = '''open"))
+        assert "tokenizable" not in result.reason
+        assert result.passed is (params.forbid is not None)
+
+
+# Whether a match in blanked code is always one in the code itself, so that a
+# pattern that finds nothing in the raw text needs no blanking.
+RAW_FIRST = [
+    (r"\brequests\.(get|post)\(", True),
+    (r"\butcnow\(", True),
+    (r"getLogger\(", True),
+    (r"(?=foo)f\w+\d", True),
+    (r"(?<=x)y", True),
+    (r"[a-z]+|[0-9]", True),
+    (r"[^ ]x", True),
+    (r"\S+", True),
+    (r"^import\s*$", False),
+    (r"foo bar", False),
+    (r"a.b", False),
+    (r"[^a]", False),
+    (r"\s", False),
+    (r"\D", False),
+    (r"\W", False),
+    (r"[\x00-\x7f]", False),
+    (r"(?<!x)y", False),
+    (r"y(?!x)", False),
+    (r"\Bx", False),
+    (r"(a)\1", False),
+    (r"(a)?(?(1)b|c)", False),
+    (r"x{e<=1}", False),
+    (r"[[:alpha:]]", False),
+    (r"\p{L}", False),
+]
+
+
+@pytest.mark.parametrize(("pattern", "safe"), RAW_FIRST)
+def test_blanking_cannot_add_a_match(pattern: str, safe: bool) -> None:
+    params = Params(forbid=pattern, ignore_comments_and_strings=True)
+    assert blanking_cannot_add_a_match(params) is safe
+
+
+# Literals next to words, prefixes, comments at line ends: where a \b could move.
+EDGES = [
+    "x = 'a'foo\n",
+    "foo'a' + rb'x'bar\n",
+    "f(x)  # utcnow(\nutcnow (\n",
+    "y = f'{requests.get(u)}'\nrequests .get(\n",
+    'a = """\nrequests.get(\n"""\nb = 1  # getLogger(\n',
+    "s = 'getLogger('\nt = u'x'getLogger(\n",
+    "x = 1 if y else'requests.post('\n",
+    "x = y  # a\nfoo1 = 'x' + 'y'\n",
+]
+
+
+@pytest.mark.parametrize("code", EDGES)
+@pytest.mark.parametrize("pattern", [p for p, safe in RAW_FIRST if safe])
+def test_skipping_the_blanking_changes_no_verdict(pattern: str, code: str) -> None:
+    params = Params(forbid=pattern, ignore_comments_and_strings=True)
+    blanked = blank_comments_and_strings(code)
+    assert blanked is not None
+    expected = params.compiled().search(blanked) is None
+    assert run_regex(params, Subject(code=code)).passed is expected
+    if not expected:  # a match in the blanked text is one in the raw text
+        assert params.compiled().search(code) is not None
 
 
 def test_catastrophic_pattern_times_out_as_failed_check() -> None:
