@@ -144,12 +144,19 @@ def regex_checks(scenario: Scenario) -> list[tuple[Any, bool]]:
     return out
 
 
-def phase(name: str, n: int, seed: int) -> dict[str, float]:
+Inputs = list[tuple[Scenario, str]]
+
+
+def make_inputs(n: int, seed: int) -> tuple[Inputs, dict[int, list[tuple[Any, bool]]]]:
+    """The records (scenario, code) and each scenario's compiled regex checks."""
     rng = random.Random(seed)
     scenarios = make_scenarios()
     inputs = [(scenarios[i % 3], make_code(rng)) for i in range(n)]
-    compiled = {id(s): regex_checks(s) for s in scenarios}
-    start = time.perf_counter()
+    return inputs, {id(s): regex_checks(s) for s in scenarios}
+
+
+def run(name: str, inputs: Inputs, compiled: dict[int, list[tuple[Any, bool]]]) -> int:
+    """One pass of a phase over the records; the number of strictly accurate ones."""
     strict = 0
     if name == "baseline":
         for scenario, code in inputs:
@@ -159,6 +166,13 @@ def phase(name: str, n: int, seed: int) -> dict[str, float]:
     else:
         for scenario, code in inputs:
             strict += score_code(scenario, code).strict
+    return strict
+
+
+def phase(name: str, n: int, seed: int) -> dict[str, float]:
+    inputs, compiled = make_inputs(n, seed)
+    start = time.perf_counter()
+    strict = run(name, inputs, compiled)
     elapsed = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": elapsed, "records_per_s": n / elapsed, "peak_mb": peak_mb, "strict": strict}
