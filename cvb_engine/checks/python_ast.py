@@ -665,12 +665,7 @@ class _Walker:
                     aliases[part] = [local]
 
     def _assign(self, node: ast.Assign, ctx: _Ctx) -> None:
-        if not self.strings:
-            self._expr(node.value, ctx)
-            for target in node.targets:
-                self._target(target, ctx)
-            return
-        kind = _string_kind(node.value, ctx.scope.string_kind)
+        kind = _string_kind(node.value, ctx.scope.string_kind) if self.strings else ""
         self._expr(node.value, ctx)
         for target in node.targets:
             self._target(target, ctx)
@@ -959,9 +954,7 @@ class _Walker:
         return []
 
     def _visit_NamedExpr(self, node: ast.NamedExpr, ctx: _Ctx) -> list[_Task]:
-        if not self.strings:
-            return [(node.value, ctx), (node.target, ctx)]
-        kind = _string_kind(node.value, ctx.scope.string_kind)
+        kind = _string_kind(node.value, ctx.scope.string_kind) if self.strings else ""
         return [
             (node.value, ctx),
             (node.target, ctx),

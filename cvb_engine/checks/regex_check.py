@@ -162,7 +162,12 @@ except (ImportError, AttributeError):  # pragma: no cover - another Python
     _sre_parser = None
 # Syntax the regex module reads otherwise than re: POSIX classes, fuzzy counts.
 _REGEX_ONLY = re.compile(r"\[:|\{\s*[A-Za-z]")
-_RE_FLAGS = {"ignorecase": re.IGNORECASE, "multiline": re.MULTILINE, "dotall": re.DOTALL}
+_RE_FLAGS = {
+    "ignorecase": re.IGNORECASE,
+    "multiline": re.MULTILINE,
+    "dotall": re.DOTALL,
+    "verbose": re.VERBOSE,
+}
 
 
 def blanking_cannot_add_a_match(params: Params) -> bool:
@@ -180,9 +185,9 @@ def blanking_cannot_add_a_match(params: Params) -> bool:
     """
     if _sre_parser is None or _REGEX_ONLY.search(params.pattern):
         return False
-    flags = re.VERBOSE if "verbose" in params.flags else 0
+    flags = 0
     for name in params.flags:
-        flags |= _RE_FLAGS.get(name, 0)
+        flags |= _RE_FLAGS[name]
     try:
         parsed = _sre_parser.parse(params.pattern, flags)
     except Exception:  # re reads it otherwise (or not at all): assume nothing
