@@ -210,7 +210,29 @@ class LoadedScenario:
 # --------------------------------------------------------------------------- YAML
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _ReadableValues:
+    """A scalar the safe constructor cannot read (``!!float ""``, ``!!bool maybe``, an
+    int of 5,000 digits) raises a Python error without a position; it becomes a
+    YAML error marked at the node, so lint names its line."""
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)  # type: ignore[misc]
+        except yaml.YAMLError:
+            raise
+        except Exception as exc:  # any failure to construct a value is the file's
+            kind = node.tag.rsplit(":", 1)[-1]
+            value = str(node.value)
+            shown = value if len(value) <= 40 else value[:39] + "…"
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"cannot read {shown!r} as {kind}: {type(exc).__name__}: {exc}",
+                node.start_mark,
+            ) from None
+
+
+class _StrictLoader(_ReadableValues, yaml.SafeLoader):
     """SafeLoader that refuses aliases before they can be expanded."""
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
@@ -311,7 +333,13 @@ def _decode(path: str, raw: bytes) -> str:
     return text
 
 
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+_FAST_LOADER: Any = None
+if hasattr(yaml, "CSafeLoader"):
+
+    class _FastLoader(_ReadableValues, yaml.CSafeLoader):
+        """libyaml's parser with the safe constructor; aliases are screened out first."""
+
+    _FAST_LOADER = _FastLoader
 
 
 def _screen_events(text: str) -> None:
@@ -374,7 +402,8 @@ def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], i
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         message = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
-        raise ScenarioError([Problem(path, line, f"YAML syntax: {message}")]) from None
+        what = "value" if isinstance(exc, yaml.constructor.ConstructorError) else "syntax"
+        raise ScenarioError([Problem(path, line, f"YAML {what}: {message}")]) from None
     except yaml.YAMLError as exc:
         raise ScenarioError([Problem(path, 1, f"YAML error: {exc}")]) from None
     except RecursionError:

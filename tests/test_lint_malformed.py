@@ -106,6 +106,10 @@ EXPECTED: dict[str, tuple[Codes, Lines]] = {
     "dup-key": ("E001", 6),
     "dup-key-nested": ("E001", 18),
     "empty": ("E001", 1),
+    "float-tag-empty": ("E001", 3),
+    "int-too-many-digits": ("E001", 3),
+    "int-tag-not-number": ("E001", 3),
+    "bool-tag-not-bool": ("E001", 5),
     "huge-file": ("E001", 1),  # generated at test time, see huge_file()
     "latin1": ("E001", 5),
     "merge-key": ("E001", 33),

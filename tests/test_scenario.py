@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from cvb_engine import scenario as scenario_module
 from cvb_engine.scenario import ScenarioError, load_file, load_library, load_text
 
 
@@ -97,6 +98,32 @@ def test_unsafe_or_broken_yaml_is_refused(raw: bytes, fragment: str) -> None:
         load_text(raw, "bad.yaml")
     assert fragment in str(info.value)
     assert all(p.path == "bad.yaml" and p.line >= 0 for p in info.value.problems)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["libyaml", "pure-python"])
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        pytest.param('!!float ""', "cannot read '' as float", id="empty-float"),
+        pytest.param("!!int one", "cannot read 'one' as int", id="word-int"),
+        pytest.param("!!bool maybe", "cannot read 'maybe' as bool", id="word-bool"),
+        pytest.param("9" * 5000, "as int: ValueError: Exceeds the limit", id="5000-digits"),
+    ],
+)
+def test_values_the_constructor_cannot_read_are_reported_at_their_line(
+    value: str, fragment: str, fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not fast:
+        monkeypatch.setattr(scenario_module, "_FAST_LOADER", None)
+    elif scenario_module._FAST_LOADER is None:
+        pytest.skip("PyYAML built without libyaml")
+    raw = f"id: a\nversion: 1\ntitle: x\nnotes:\n  - {value}\n".encode()
+    with pytest.raises(ScenarioError) as info:
+        load_text(raw, "bad.yaml")
+    (problem,) = info.value.problems
+    assert (problem.path, problem.line) == ("bad.yaml", 5)
+    assert problem.message.startswith("YAML value: ")
+    assert fragment in problem.message
 
 
 def test_python_tag_is_never_executed(tmp_path: Path) -> None:
