@@ -21,12 +21,16 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
-from collections.abc import Callable
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Protocol
 
 from pydantic import BaseModel
+
+# The most spans a result carries as evidence; its reason still counts every hit.
+MAX_EVIDENCE = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +101,13 @@ class Subject:
             tree = self._tree = _parse(self.code)
         return tree
 
-    @cached_property
-    def line_offsets(self) -> list[int]:
-        """Character offset at which each line of ``code`` starts (index 0 = line 1)."""
-        offsets = [0]
-        for i, ch in enumerate(self.code):
-            if ch == "\n":
-                offsets.append(i + 1)
-        return offsets
-
     def text(self, scope: str) -> str:
         return self.response if scope == "response" and self.response is not None else self.code
+
+
+def newline_starts(text: str) -> list[int]:
+    """The offsets at which the ``"\\n"``-separated lines of ``text`` start (index 0 = line 1)."""
+    return [0, *(m.end() for m in re.finditer("\n", text))]
 
 
 def _parse(code: str) -> ast.Module | SyntaxError:
@@ -121,20 +121,29 @@ def _parse(code: str) -> ast.Module | SyntaxError:
         return err
 
 
-def span_from_offsets(text: str, start: int, end: int) -> Span:
+def span_from_offsets(
+    text: str, start: int, end: int, line_starts: Sequence[int] | None = None
+) -> Span:
     """Convert a character range of ``text`` into a :class:`Span` anchored at its start line.
 
     Leading whitespace of the range is skipped (a ``(?m)^\\s*import x`` match
     starts on the blank line above the import), so the span lands on the text
-    that matched.
+    that matched. ``line_starts``, the offsets at which the ``"\\n"``-separated
+    lines of ``text`` start (see :func:`newline_starts`), saves scanning the text
+    when many spans are made in one long text.
     """
     while start < end and start < len(text) and text[start].isspace():
         start += 1
-    line = text.count("\n", 0, start) + 1
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", start)
-    if line_end == -1:
-        line_end = len(text)
+    if line_starts is None:
+        line = text.count("\n", 0, start) + 1
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", start)
+        if line_end == -1:
+            line_end = len(text)
+    else:
+        line = bisect_right(line_starts, start)
+        line_start = line_starts[line - 1]
+        line_end = line_starts[line] - 1 if line < len(line_starts) else len(text)
     # A span never runs past its own line: the studio marks it on that line.
     length = max(1, min(end, line_end) - start) if end > start else 0
     return Span(line=line, col=start - line_start, length=length)

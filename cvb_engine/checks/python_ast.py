@@ -41,7 +41,15 @@ from typing import Any, Literal, Self, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
 
-from cvb_engine.checks.base import CheckResult, Span, Subject, register_check, span_from_offsets
+from cvb_engine.checks.base import (
+    MAX_EVIDENCE,
+    CheckResult,
+    Span,
+    Subject,
+    newline_starts,
+    register_check,
+    span_from_offsets,
+)
 
 CACHE_KEY = "python-ast"
 
@@ -1125,6 +1133,9 @@ class _Analysis:
         lines: set[int] = set()
         for word in words:
             index = code.find(word)
+            # Occurrences come in order: count the newlines since the last one
+            # (counting from the start each time is quadratic in a long text).
+            line, counted = 1, 0
             while index != -1:
                 if (
                     not keywords
@@ -1135,7 +1146,9 @@ class _Analysis:
                     )
                 ):
                     if starts is None:
-                        lines.add(code.count("\n", 0, index) + 1)
+                        line += code.count("\n", counted, index)
+                        counted = index
+                        lines.add(line)
                     else:
                         lines.add(bisect_right(starts, index))
                 index = code.find(word, index + 1)
@@ -1199,6 +1212,11 @@ class _Analysis:
         return start, self._offset(end_lineno, end_col), False
 
     @cached_property
+    def newline_offsets(self) -> list[int]:
+        """Where the ``"\\n"``-separated lines (the studio's) start; see :attr:`line_starts`."""
+        return newline_starts(self.code)
+
+    @cached_property
     def plain_lines(self) -> list[str] | None:
         """The lines of ASCII code without ``"\r"``, in which columns are characters and
         the parser's lines are the ``"\n"``-separated ones; None for other code."""
@@ -1223,7 +1241,7 @@ class _Analysis:
                 span = Span(lineno, start, max(1, end - start) if end > start else 0)
             else:
                 start, end, _ = self._range(node)
-                span = span_from_offsets(self.code, start, end)
+                span = span_from_offsets(self.code, start, end, self.newline_offsets)
             self._spans[id(node)] = span
         return span
 
@@ -1292,16 +1310,21 @@ def _constant(params: Params, make: Callable[[], CheckResult]) -> CheckResult:
     return result
 
 
-def _listing(messages: list[str]) -> str:
+def _listing(messages: list[str], total: int) -> str:
+    """The first messages (at most ``_MAX_LISTED`` are shown) of ``total``."""
     shown = "; ".join(messages[:_MAX_LISTED])
-    more = len(messages) - _MAX_LISTED
+    more = total - _MAX_LISTED
     return f"{shown}; and {more} more" if more > 0 else shown
 
 
 def _unique_spans(analysis: _Analysis, nodes: Iterable[ast.AST]) -> tuple[Span, ...]:
+    """The spans of the first ``MAX_EVIDENCE`` distinct nodes."""
     seen: dict[int, Span] = {}
     for node in nodes:
-        seen.setdefault(id(node), analysis.span(node))
+        if id(node) not in seen:
+            if len(seen) == MAX_EVIDENCE:
+                break
+            seen[id(node)] = analysis.span(node)
     return tuple(seen.values())
 
 
@@ -1325,8 +1348,11 @@ def _forbid_import(params: Params, analysis: _Analysis) -> CheckResult:
             lambda: CheckResult(passed=True, reason=f"no import of {', '.join(params.names)}"),
         )
     spans = _unique_spans(analysis, (h.node for h in hits))
-    messages = [f"forbidden import {h.module} at line {analysis.span(h.node).line}" for h in hits]
-    return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
+    messages = [
+        f"forbidden import {h.module} at line {analysis.span(h.node).line}"
+        for h in hits[:_MAX_LISTED]
+    ]
+    return CheckResult(passed=False, reason=_listing(messages, len(hits)), evidence=spans)
 
 
 def _require_import(params: Params, analysis: _Analysis) -> CheckResult:
@@ -1497,10 +1523,10 @@ def _forbid_call(params: Params, analysis: _Analysis) -> CheckResult:
     messages = [
         f"forbidden call {_describe_call(c, params.where, analysis)} "
         f"at line {analysis.span(c.node).line}"
-        for c in hits
+        for c in hits[:_MAX_LISTED]
     ]
     spans = _unique_spans(analysis, (c.node for c in hits))
-    return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
+    return CheckResult(passed=False, reason=_listing(messages, len(hits)), evidence=spans)
 
 
 def _require_call(params: Params, analysis: _Analysis) -> CheckResult:
@@ -1523,9 +1549,10 @@ def _forbid_construct(params: Params, analysis: _Analysis) -> CheckResult:
     nodes = sorted(analysis.constructs.get(construct, ()), key=_position)
     if not nodes:
         return _constant(params, lambda: CheckResult(passed=True, reason=f"no {label}"))
-    spans = _unique_spans(analysis, nodes)
-    messages = [f"{label} at line {s.line}" for s in spans]
-    return CheckResult(passed=False, reason=_listing(messages), evidence=spans)
+    unique = list({id(node): node for node in nodes}.values())
+    spans = _unique_spans(analysis, unique)
+    messages = [f"{label} at line {s.line}" for s in spans[:_MAX_LISTED]]
+    return CheckResult(passed=False, reason=_listing(messages, len(unique)), evidence=spans)
 
 
 _CONSTRUCT_WORDS: dict[str, tuple[str, ...]] = {

@@ -23,7 +23,14 @@ from typing import Any, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cvb_engine.checks.base import CheckResult, Span, Subject, register_check, span_from_offsets
+from cvb_engine.checks.base import (
+    MAX_EVIDENCE,
+    CheckResult,
+    Span,
+    Subject,
+    register_check,
+    span_from_offsets,
+)
 
 FLAG_VALUES: dict[str, int] = {
     "ignorecase": regex.IGNORECASE,
@@ -32,7 +39,6 @@ FLAG_VALUES: dict[str, int] = {
     "verbose": regex.VERBOSE,
 }
 DEFAULT_TIMEOUT_S = 0.1
-MAX_EVIDENCE = 20
 
 
 MAX_PATTERN_CHARS = 4000
@@ -281,14 +287,17 @@ _AFTER_PREFIX = rf"(?:(?<!\w.)|(?<={_L}.)(?<!\w{_L}.)|(?<={_L}{{2}}.)(?<!\w{_L}{
 
 
 def _quoted(quote: str, n: int) -> str:
-    """Literals that open with ``quote``: triple-quoted, unterminated triple, one-line."""
+    """Literals that open with ``quote``: triple-quoted, unterminated triple, one-line
+    (``end``: its closing quote, absent when the line ends first)."""
     return (
         rf"{quote}{_AFTER_PREFIX}(?:(?P<t{n}>{quote * 2}[\s\S]*?{quote * 3})"
-        rf"|(?P<open{n}>{quote * 2})|(?P<s{n}>(?:\\.|[^{quote}\\\n])*{quote}))"
+        rf"|(?P<open{n}>{quote * 2})|(?P<s{n}>(?:\\.|[^{quote}\\\n])*)(?P<end{n}>{quote})?)"
     )
 
 
+# Matched at a quote or "#": the literal or comment that starts there, if any.
 _COMMENT_OR_STRING = re.compile(_quoted("'", 1) + "|" + _quoted('"', 2) + r"|#(?P<c>[^\n]*)")
+_OPENER = re.compile(r"[#'\"]")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
 
@@ -297,22 +306,45 @@ def blank_comments_and_strings(code: str) -> str | None:
 
     Newlines and offsets are kept so that spans found in the result are spans
     of the original. Returns None when the code cannot be tokenized (an
-    unterminated triple-quoted string).
+    unterminated triple-quoted string). A one-line literal whose line ends
+    before it closes is not a literal: its quote is left as code and the scan
+    goes on after it.
+
+    The scan stays linear on a long line of such quotes (``\\'\\'\\'…``): every
+    later quote of the same kind up to where the unclosed literal stops was
+    escaped inside it, so a literal opening there cannot close either, and
+    those quotes are passed over without another look to the end of the line.
     """
     pieces = []
     last = 0
-    for match in _COMMENT_OR_STRING.finditer(code):
+    pos = 0
+    # Per quote: the offset up to which that quote cannot open a closed literal.
+    unclosed_until = {"'": -1, '"': -1}
+    while (opener := _OPENER.search(code, pos)) is not None:
+        start = opener.start()
+        char = code[start]
+        if char != "#" and start < unclosed_until[char]:
+            pos = start + 1
+            continue
+        match = _COMMENT_OR_STRING.match(code, start)
+        if match is None:  # a quote right after a name: not an opening quote
+            pos = start + 1
+            continue
         group = match.lastgroup or ""
-        start, end = match.span()
+        end = match.end()
         if group != "c":
             if group.startswith("open"):
                 return None
+            if group.startswith("s"):  # one-line, and the line ended first
+                unclosed_until[char] = end
+                pos = start + 1
+                continue
             if start and code[start - 1] in _PREFIX_LETTERS:
                 start -= 2 if start > 1 and code[start - 2] in _PREFIX_LETTERS else 1
         pieces.append(code[last:start])
         literal = code[start:end]
         pieces.append(_NOT_NEWLINE.sub(" ", literal) if "\n" in literal else " " * len(literal))
-        last = end
+        last = pos = end
     pieces.append(code[last:])
     return "".join(pieces)
 

@@ -1122,3 +1122,31 @@ def test_kind_is_registered() -> None:
     assert kind.run is run_python_ast
     assert kind.description
     assert not kind.executes_code
+
+
+# --- many hits ---------------------------------------------------------------
+
+MANY_HITS = [
+    pytest.param({"rule": "forbid-call", "names": ["eval"]}, "eval(x)\n", id="call"),
+    pytest.param({"rule": "forbid-import", "names": ["os"]}, "import os\n", id="import"),
+    pytest.param(
+        {"rule": "forbid-construct", "construct": "assert-statement"}, "assert x\n", id="construct"
+    ),
+]
+
+
+@pytest.mark.parametrize("prefix", ["", "# é\r\n"], ids=["ascii", "non-ascii-crlf"])
+@pytest.mark.parametrize(("params", "line"), MANY_HITS)
+def test_many_hits_list_three_count_all_and_keep_the_first_spans(
+    params: dict[str, Any], line: str, prefix: str
+) -> None:
+    """Hits past the first MAX_EVIDENCE are counted in the reason, not kept as spans."""
+    code = prefix + line * 500
+    result = check(code, **params)
+    assert not result.passed
+    assert result.reason.endswith("; and 497 more")
+    first = 1 + prefix.count("\n")
+    assert [s.line for s in result.evidence] == list(range(first, first + base.MAX_EVIDENCE))
+    for span in result.evidence:  # each as span_from_offsets makes it, offsets of the text
+        start = base.newline_starts(code)[span.line - 1] + span.col
+        assert span == base.span_from_offsets(code, start, start + span.length)
