@@ -111,8 +111,11 @@ class Finding:
     severity: str = "error"
 
     def __str__(self) -> str:
+        """``file:line: CODE message`` on one line: line breaks in a message (a key
+        or a name quoted from the file) are shown as ``\\n``."""
         note = "warning: " if self.severity == "warning" else ""
-        return f"{self.path}:{self.line}: {self.code} {note}{self.message}"
+        message = self.message.replace("\r", "\\r").replace("\n", "\\n")
+        return f"{self.path}:{self.line}: {self.code} {note}{message}"
 
     @classmethod
     def from_problem(cls, problem: Problem) -> Finding:

@@ -47,6 +47,8 @@ MAX_DEPTH = 32
 # in a model's training data can be detected later (see scenarios/README.md).
 CANARY = "cvb-canary 6f1d2c84-3b7e-4e59-a0d2-9c5e8b71f3a6"
 
+_INT_TAG = "tag:yaml.org,2002:int"
+MAX_INT_CHARS = 100
 _ALLOWED_TAGS = frozenset(
     {
         "tag:yaml.org,2002:str",
@@ -255,6 +257,12 @@ def _walk(
         raise _NodeProblem(node, f"nesting deeper than {MAX_DEPTH} levels")
     if node.tag not in _ALLOWED_TAGS:
         raise _NodeProblem(node, f"YAML tag {node.tag!r} is not allowed (plain data only)")
+    if node.tag == _INT_TAG and len(node.value) > MAX_INT_CHARS:
+        # Hex, octal and base-60 integers skip Python's 4,300-digit limit on
+        # reading, then fail on printing in whatever message shows the value.
+        raise _NodeProblem(
+            node, f"an integer of {len(node.value):,} characters (at most {MAX_INT_CHARS})"
+        )
     yield path, line if line is not None else node.start_mark.line + 1
     if isinstance(node, MappingNode):
         seen: dict[str, int] = {}
@@ -367,6 +375,18 @@ def _screen_events(text: str) -> None:
             depth -= 1
 
 
+def _unmarked_problem(path: str, text: str, exc: yaml.YAMLError) -> Problem:
+    """A YAML error without a mark; the reader's (a character YAML does not allow,
+    such as U+0080 or U+FFFE) still knows its offset in the text."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        # libyaml counts the offset in bytes; the reader stops at the first such
+        # character, so its first occurrence is the one.
+        index = text.find(chr(exc.character)) if isinstance(exc.character, int) else -1
+        line = text.count("\n", 0, index) + 1 if index >= 0 else 1
+        return Problem(path, line, f"YAML error: character #x{exc.character:04x} is not allowed")
+    return Problem(path, 1, f"YAML error: {exc}")
+
+
 def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], int]]:
     """Parse one YAML document safely; return the data and a map path → line.
 
@@ -387,7 +407,7 @@ def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], i
         message = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
         raise ScenarioError([Problem(path, line, f"YAML syntax: {message}")]) from None
     except yaml.YAMLError as exc:
-        raise ScenarioError([Problem(path, 1, f"YAML error: {exc}")]) from None
+        raise ScenarioError([_unmarked_problem(path, text, exc)]) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -405,7 +425,7 @@ def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], i
         what = "value" if isinstance(exc, yaml.constructor.ConstructorError) else "syntax"
         raise ScenarioError([Problem(path, line, f"YAML {what}: {message}")]) from None
     except yaml.YAMLError as exc:
-        raise ScenarioError([Problem(path, 1, f"YAML error: {exc}")]) from None
+        raise ScenarioError([_unmarked_problem(path, text, exc)]) from None
     except RecursionError:
         raise ScenarioError([Problem(path, 1, "YAML nested too deeply")]) from None
     finally:

@@ -444,3 +444,16 @@ def test_fixtures_without_their_defect_are_valid() -> None:
 
     _item, found = lint_text(valid_text("valid-base"), "valid-base.yaml")
     assert [f.code for f in found if f.severity == "error"] == []
+
+
+def test_a_finding_is_one_line_whatever_it_quotes() -> None:
+    """A key or a name with a line break in it is shown as \\n, so that every
+    finding stays one ``file:line: CODE message`` line."""
+    text = valid_text("a").replace("title: Fetch", '"ti\\ntle": x\ntitle: Fetch', 1)
+    from cvb_engine.lint import lint_text  # here: the module's other tests lint in a child
+
+    _, findings = lint_text(text, "a.yaml")
+    assert findings, "the unknown key must be reported"
+    for finding in findings:
+        assert "\n" not in str(finding) and "\r" not in str(finding)
+    assert any("ti\\ntle" in str(f) for f in findings)

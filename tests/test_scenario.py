@@ -107,7 +107,7 @@ def test_unsafe_or_broken_yaml_is_refused(raw: bytes, fragment: str) -> None:
         pytest.param('!!float ""', "cannot read '' as float", id="empty-float"),
         pytest.param("!!int one", "cannot read 'one' as int", id="word-int"),
         pytest.param("!!bool maybe", "cannot read 'maybe' as bool", id="word-bool"),
-        pytest.param("9" * 5000, "as int: ValueError: Exceeds the limit", id="5000-digits"),
+        pytest.param('!!int "0x"', "cannot read '0x' as int", id="hex-without-digits"),
     ],
 )
 def test_values_the_constructor_cannot_read_are_reported_at_their_line(
@@ -124,6 +124,35 @@ def test_values_the_constructor_cannot_read_are_reported_at_their_line(
     assert (problem.path, problem.line) == ("bad.yaml", 5)
     assert problem.message.startswith("YAML value: ")
     assert fragment in problem.message
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["9" * 5000, "0x" + "f" * 3600, "0" + "7" * 4800, "1:" + "59:" * 1500 + "59"],
+    ids=["decimal", "hex", "octal", "base-60"],
+)
+def test_integers_too_long_to_print_are_refused_at_their_line(value: str) -> None:
+    raw = f"id: a\nversion: 1\ncategory: {value}\n".encode()
+    with pytest.raises(ScenarioError) as info:
+        load_text(raw, "bad.yaml")
+    (problem,) = info.value.problems
+    assert (problem.line, problem.code) == (3, "E001")
+    assert problem.message == f"an integer of {len(value):,} characters (at most 100)"
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["libyaml", "pure-python"])
+@pytest.mark.parametrize("char", ["\x80", "\x9f", "\ufffe"])
+def test_a_character_yaml_refuses_is_reported_at_its_line(
+    char: str, fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not fast:
+        monkeypatch.setattr(scenario_module, "_FAST_LOADER", None)
+    raw = f"id: a\ntitle: {'é' * 300}\nversion: 1\nnotes: a{char}b\n".encode()
+    with pytest.raises(ScenarioError) as info:
+        load_text(raw, "bad.yaml")
+    (problem,) = info.value.problems
+    assert problem.line == 4
+    assert problem.message == f"YAML error: character #x{ord(char):04x} is not allowed"
 
 
 def test_python_tag_is_never_executed(tmp_path: Path) -> None:
