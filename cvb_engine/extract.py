@@ -20,7 +20,10 @@ import re
 
 PYTHON_TAGS = frozenset({"python", "py", "python3", "py3", "pycon", "ipython"})
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$", re.MULTILINE)
+# The info string keeps its leading blanks (the tag is read stripped): a separate
+# [ \t]* before it could split a long run of blanks in as many ways as it is
+# long, each tried to the end of the line when the line does not qualify.
+_FENCE = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$", re.MULTILINE)
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:

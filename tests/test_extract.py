@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from cvb_engine.extract import extract_code
@@ -44,3 +48,31 @@ F = "```"
 )
 def test_extract_code(response: str, code: str) -> None:
     assert extract_code(response) == code
+
+
+@pytest.mark.parametrize(
+    ("response", "code"),
+    [
+        pytest.param(f"{F} \t python\na = 1\n{F}", "a = 1", id="blanks-before-the-tag"),
+        pytest.param(
+            f"{F}\t\tbash\nls\n{F}\n{F}\nb = 2\n{F}", "b = 2", id="blanks-before-other-tag"
+        ),
+        pytest.param(f"{F}python\t`\na = 1\n", f"{F}python\t`\na = 1", id="backtick-in-info"),
+    ],
+)
+def test_fence_info_strings(response: str, code: str) -> None:
+    assert extract_code(response) == code
+
+
+def test_a_fence_line_of_blanks_ending_in_a_backtick_does_not_hang(tmp_path: Path) -> None:
+    """Not a fence (a backtick in the info string); splitting its 100,000 blanks
+    between two patterns took minutes (here with a 60 s guard, not a timing)."""
+    script = (
+        "from cvb_engine.extract import extract_code\n"
+        "text = '```python' + '\\t' * 100_000 + '`\\nx = 1\\n'\n"
+        "assert extract_code(text) == text.strip('\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, timeout=60, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
