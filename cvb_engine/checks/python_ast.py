@@ -541,7 +541,10 @@ class _Walker:
         # The clock orders the walk: it ticks at each call and each deferral, and
         # every change to a scope's strings is logged with the time it was made.
         self.clock = 0
-        self.log: list[tuple[int, _Scope, str, str | None]] = []
+        # For each (scope, name), when its string kind changed and what it was
+        # before, in clock order; the entry holds the scope, so that its id stays
+        # unique while the walker lives.
+        self.log: dict[tuple[int, str], tuple[_Scope, list[int], list[str | None]]] = {}
         self._item: _Deferred | None = None
         self._rank = 0
 
@@ -561,10 +564,12 @@ class _Walker:
         """The string kind ``name`` stood for in ``scope`` when the clock read ``clock``."""
         for inner in scope.chain:
             kind = inner.strings.get(name)
-            for when, changed, key, before in self.log:
-                if when > clock and changed is inner and key == name:
-                    kind = before
-                    break
+            changes = self.log.get((id(inner), name))
+            if changes is not None:
+                _, whens, befores = changes
+                first_later = bisect_right(whens, clock)
+                if first_later < len(whens):
+                    kind = befores[first_later]
             if kind is not None:
                 return kind
         return "other"
@@ -650,7 +655,11 @@ class _Walker:
         if not self.strings:
             return
         strings = scope.strings
-        self.log.append((self.clock, scope, name, strings.get(name)))
+        changes = self.log.get((id(scope), name))
+        if changes is None:
+            changes = self.log[(id(scope), name)] = (scope, [], [])
+        changes[1].append(self.clock)
+        changes[2].append(strings.get(name))
         strings[name] = kind
 
     def _forget(self, targets: Sequence[ast.AST], scope: _Scope) -> None:
