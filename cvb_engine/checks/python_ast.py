@@ -1291,7 +1291,19 @@ def _parse_failure(code: str, error: SyntaxError) -> CheckResult:
     line_end = code.find("\n", starts[index])
     line_end = len(code) if line_end == -1 else line_end
     start = min(starts[index] + max((error.offset or 1) - 1, 0), line_end)
-    span = span_from_offsets(code, start, start + 1)
+    if start == line_end or code[start].isspace():
+        # The parser points past the text of the line ("def f()" lacks its
+        # colon): the span marks the line's last visible character, or nothing
+        # on a blank line, so that it stays on the line.
+        last = start
+        while last > starts[index] and code[last - 1].isspace():
+            last -= 1
+        span = span_from_offsets(code, last - 1, last) if last > starts[index] else None
+        if span is None:
+            line = code.count("\n", 0, starts[index]) + 1
+            span = Span(line, 0, 0)
+    else:
+        span = span_from_offsets(code, start, start + 1)
     return CheckResult(
         passed=False,
         reason=f"code does not parse: {error.msg} (line {span.line})",

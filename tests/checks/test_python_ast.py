@@ -1150,3 +1150,29 @@ def test_many_hits_list_three_count_all_and_keep_the_first_spans(
     for span in result.evidence:  # each as span_from_offsets makes it, offsets of the text
         start = base.newline_starts(code)[span.line - 1] + span.col
         assert span == base.span_from_offsets(code, start, start + span.length)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def d()",
+        "def f():",
+        "x = 1 + ",
+        "x = 1 +\r\n",
+        "if x:\n    \n",
+        "def f():\n  \n",
+        "x = (\n",
+    ],
+)
+def test_a_parse_failure_span_stays_on_its_line(code: str) -> None:
+    """Where the parser points past the text of a line, the span marks its last
+    visible character (or nothing on a blank line), never past its end."""
+    result = check(code, rule="forbid-call", names=["eval"])
+    assert not result.passed and result.reason.startswith("code does not parse")
+    (span,) = result.evidence
+    line = code.split("\n")[span.line - 1]
+    assert span.col + span.length <= len(line.rstrip("\r"))
+    if line.strip():
+        assert line[span.col : span.col + span.length] == line.rstrip()[-1]
+    else:
+        assert span.length == 0
