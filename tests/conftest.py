@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,19 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with admin.connect() as conn:
         conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+@pytest.fixture
+def run_python(tmp_path: Path) -> Callable[[str], subprocess.CompletedProcess[str]]:
+    """Run a script with this interpreter in a child process, in ``tmp_path``.
+
+    A guard against hangs, not a timing: the child is given 60 s for work that
+    takes milliseconds, and only a run past that fails (``TimeoutExpired``).
+    """
+
+    def run(script: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script], cwd=tmp_path, timeout=60, capture_output=True, text=True
+        )
+
+    return run

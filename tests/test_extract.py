@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -64,7 +63,9 @@ def test_fence_info_strings(response: str, code: str) -> None:
     assert extract_code(response) == code
 
 
-def test_a_fence_line_of_blanks_ending_in_a_backtick_does_not_hang(tmp_path: Path) -> None:
+def test_a_fence_line_of_blanks_ending_in_a_backtick_does_not_hang(
+    run_python: Callable[[str], subprocess.CompletedProcess[str]],
+) -> None:
     """Not a fence (a backtick in the info string); splitting its 100,000 blanks
     between two patterns took minutes (here with a 60 s guard, not a timing)."""
     script = (
@@ -72,7 +73,5 @@ def test_a_fence_line_of_blanks_ending_in_a_backtick_does_not_hang(tmp_path: Pat
         "text = '```python' + '\\t' * 100_000 + '`\\nx = 1\\n'\n"
         "assert extract_code(text) == text.strip('\\n')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, timeout=60, capture_output=True, text=True
-    )
+    done = run_python(script)
     assert done.returncode == 0, done.stderr

@@ -5,9 +5,8 @@ from __future__ import annotations
 import random
 import re
 import subprocess
-import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from pydantic import ValidationError
@@ -146,7 +145,9 @@ def test_blanking_agrees_with_one_regex_over_the_text() -> None:
         assert blank_comments_and_strings(code) == oracle_blank(code), repr(code)
 
 
-def test_blanking_a_long_line_of_escaped_quotes_does_not_hang(tmp_path: Path) -> None:
+def test_blanking_a_long_line_of_escaped_quotes_does_not_hang(
+    run_python: Callable[[str], subprocess.CompletedProcess[str]],
+) -> None:
     """Each quote of a line of escaped quotes opens a literal that runs to the end
     of the line; looking at each to the end of the line took minutes on 200,000
     characters (here with a 60 s guard, not a timing: the scan takes milliseconds)."""
@@ -157,9 +158,7 @@ def test_blanking_a_long_line_of_escaped_quotes_does_not_hang(tmp_path: Path) ->
         "assert out is not None and len(out) == len(code), out\n"
         "assert out.endswith('\\ny =    '), out[-20:]\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, timeout=60, capture_output=True, text=True
-    )
+    done = run_python(script)
     assert done.returncode == 0, done.stderr
 
 
