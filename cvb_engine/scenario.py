@@ -52,7 +52,7 @@ MAX_INT_CHARS = 100
 _ALLOWED_TAGS = frozenset(
     {
         "tag:yaml.org,2002:str",
-        "tag:yaml.org,2002:int",
+        _INT_TAG,
         "tag:yaml.org,2002:float",
         "tag:yaml.org,2002:bool",
         "tag:yaml.org,2002:null",
@@ -213,9 +213,9 @@ class LoadedScenario:
 
 
 class _ReadableValues:
-    """A scalar the safe constructor cannot read (``!!float ""``, ``!!bool maybe``, an
-    int of 5,000 digits) raises a Python error without a position; it becomes a
-    YAML error marked at the node, so lint names its line."""
+    """A scalar the safe constructor cannot read (``!!float ""``, ``!!bool maybe``,
+    ``!!int 0x``) raises a Python error without a position; it becomes a YAML
+    error marked at the node, so lint names its line."""
 
     def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
