@@ -136,6 +136,11 @@ class Constraint(BaseModel):
     text: str = Field(min_length=10)
     checks: list[CheckSpec] = Field(min_length=1)
     samples: Samples = Field(default_factory=Samples)
+    # What the checks cannot judge precisely (regex and AST see text and syntax,
+    # not behaviour); shown in the report's limitations section.
+    limitations: str | None = Field(
+        default=None, description="what the checks of this constraint cannot judge precisely"
+    )
 
     @field_validator("id")
     @classmethod
@@ -170,6 +175,13 @@ class Scenario(BaseModel):
     constraints: list[Constraint] = Field(min_length=1)
     stated_tests: str | None = None
     canary: str | None = None
+    # The function or class the task asks for: extraction keeps the blocks that
+    # define it (and what they use) and leaves out usage, tests and alternatives.
+    entry_point: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the function or class the task asks for (an identifier)",
+    )
     # IVR problems (category `ivr`): where the problem comes from, the clarified
     # intent the task leaves out (never shown to the model), and a solution that
     # follows only the ambiguous task — it passes the stated tests and fails at

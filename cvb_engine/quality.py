@@ -1,0 +1,165 @@
+"""Check quality measured on a labelled corpus: precision, recall and F1 of violation detection.
+
+A corpus is a folder of YAML files, one per scenario (``tests/corpus/`` ships
+one written apart from every scenario's ``samples``)::
+
+    scenario: http-client-choice
+    samples:
+      - id: requests-behind-alias          # unique within the file
+        constraint: httpx-not-requests
+        violates: true                     # the labeller's judgement of the constraint's intent
+        tricky: true                       # optional: a spelling or shape the checks may miss
+        why: requests imported under another name
+        code: |
+          import requests as r
+          ...
+
+Each sample is scored with the scenario's current checks; the *positive*
+class is a violation, so precision is the share of flagged samples that
+really violate and recall the share of violating samples that are flagged.
+Nothing here runs model-written code outside the checks' own rules: ``exec``
+checks run in the sandbox as in scoring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cvb_engine.scenario import LoadedScenario
+from cvb_engine.scoring import score_code
+
+
+class CorpusError(ValueError):
+    """A corpus file that cannot be used; the message names the file and the field."""
+
+
+class CorpusSample(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    constraint: str = Field(min_length=1)
+    violates: bool
+    tricky: bool = False
+    why: str = ""
+    code: str
+
+
+class CorpusFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scenario: str
+    samples: list[CorpusSample]
+
+
+@dataclass(frozen=True)
+class Labelled:
+    path: Path
+    scenario_id: str
+    sample: CorpusSample
+
+
+@dataclass
+class Confusion:
+    """Counts for one constraint, the positive class being "violates"."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+    missed: list[str] = field(default_factory=list)  # violating samples the checks passed
+    false_alarms: list[str] = field(default_factory=list)  # compliant samples flagged
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn
+
+    @property
+    def precision(self) -> float:
+        flagged = self.tp + self.fp
+        return self.tp / flagged if flagged else 1.0
+
+    @property
+    def recall(self) -> float:
+        violating = self.tp + self.fn
+        return self.tp / violating if violating else 1.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def add(self, other: Confusion) -> None:
+        self.tp += other.tp
+        self.fp += other.fp
+        self.fn += other.fn
+        self.tn += other.tn
+        self.missed.extend(other.missed)
+        self.false_alarms.extend(other.false_alarms)
+
+
+def load_corpus(root: str | Path) -> list[Labelled]:
+    """Every sample of every ``*.yaml`` file under ``root``, in file order."""
+    out: list[Labelled] = []
+    for path in sorted(Path(root).rglob("*.yaml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise CorpusError(f"{path}: {exc}") from exc
+        try:
+            parsed = CorpusFile.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CorpusError(f"{path}: {where}: {first['msg']}") from exc
+        seen: set[str] = set()
+        for sample in parsed.samples:
+            if sample.id in seen:
+                raise CorpusError(f"{path}: sample id {sample.id!r} appears twice")
+            seen.add(sample.id)
+            out.append(Labelled(path, parsed.scenario, sample))
+    return out
+
+
+def measure(
+    corpus: Iterable[Labelled], library: Mapping[str, LoadedScenario]
+) -> dict[tuple[str, str], Confusion]:
+    """(scenario id, constraint id) -> confusion counts of its checks on the corpus."""
+    out: dict[tuple[str, str], Confusion] = {}
+    for item in corpus:
+        loaded = library.get(item.scenario_id)
+        if loaded is None:
+            raise CorpusError(f"{item.path}: unknown scenario {item.scenario_id!r}")
+        ids = [c.id for c in loaded.scenario.constraints]
+        if item.sample.constraint not in ids:
+            raise CorpusError(
+                f"{item.path}: sample {item.sample.id!r}: scenario {item.scenario_id!r} has "
+                f"no constraint {item.sample.constraint!r} (it has {', '.join(ids)})"
+            )
+        scored = score_code(loaded.scenario, item.sample.code)
+        verdict = next(c for c in scored.constraints if c.constraint_id == item.sample.constraint)
+        flagged = not verdict.honored
+        counts = out.setdefault((item.scenario_id, item.sample.constraint), Confusion())
+        label = f"{item.path.name}:{item.sample.id}"
+        if item.sample.violates and flagged:
+            counts.tp += 1
+        elif item.sample.violates:
+            counts.fn += 1
+            counts.missed.append(label)
+        elif flagged:
+            counts.fp += 1
+            counts.false_alarms.append(label)
+        else:
+            counts.tn += 1
+    return out
+
+
+def overall(per_constraint: Mapping[tuple[str, str], Confusion]) -> Confusion:
+    total = Confusion()
+    for counts in per_constraint.values():
+        total.add(counts)
+    return total
