@@ -305,9 +305,13 @@ def _classify(block: Block) -> str:
     magic = [ln for ln in lines if _NOTEBOOK_MAGIC.match(ln)]
     if magic and len(magic) == len(lines):
         return "shell"
-    if all(_SHELL_WORDS.match(ln.lstrip()) or ln.lstrip().startswith("#") for ln in lines):
-        if not _parses(block.body) or any(ln.lstrip().startswith("$") for ln in lines):
-            return "shell"
+    shell_lines = all(
+        _SHELL_WORDS.match(ln.lstrip()) or ln.lstrip().startswith("#") for ln in lines
+    )
+    if shell_lines and (
+        not _parses(block.body) or any(ln.lstrip().startswith("$") for ln in lines)
+    ):
+        return "shell"
     if all(_REQUIREMENT.match(ln.strip()) for ln in lines):
         tree = _parses(block.body)
         if tree is None or not _meaningful(tree):
@@ -485,9 +489,12 @@ def _with_dependencies(
 def _is_usage(tree: ast.Module, entry_point: str) -> bool:
     """A block that calls the entry point or tests it: it uses, it does not provide."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id == entry_point:
-                return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == entry_point
+        ):
+            return True
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             return True
     return False
