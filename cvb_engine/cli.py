@@ -26,7 +26,7 @@ from cvb_engine.results import (
     write_text_atomic,
 )
 from cvb_engine.scenario import ScenarioError, load_library
-from cvb_engine.scoring import score_response
+from cvb_engine.scoring import SCORING_VERSION, score_response
 from cvb_engine.store import Record, Run, StoreError, database_url, session_scope
 
 Handler = Callable[[argparse.Namespace], int]
@@ -113,7 +113,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     """Re-score stored outputs with the current checks (no API call)."""
     library = _library(args.scenarios)
     run_id = args.run_id or _latest_run_id(args.db)
-    scored = changed = missing = 0
+    scored = changed = missing = older = verdicts_changed = 0
     with session_scope(args.db) as session:
         if session.get(Run, run_id) is None:
             raise CliError(f"no run {run_id!r} in {_safe_url(args.db)}")
@@ -127,12 +127,23 @@ def cmd_score(args: argparse.Namespace) -> int:
                 continue
             if item.sha256 != record.scenario_sha256:
                 changed += 1
-            save_scores(session, record, score_response(item.scenario, record.response or ""))
+            before = (record.strict, record.n_honored, record.outcome)
+            scored_now = score_response(item.scenario, record.response or "", record.finish_reason)
+            if record.scoring_version != SCORING_VERSION:
+                older += 1
+            save_scores(session, record, scored_now)
+            if (scored_now.strict, scored_now.n_honored, scored_now.outcome) != before:
+                verdicts_changed += 1
             scored += 1
             if scored % 500 == 0:
                 session.commit()
         session.commit()
-    print(f"re-scored {scored} record(s) of run {run_id}")
+    print(
+        f"re-scored {scored} record(s) of run {run_id} under scoring version {SCORING_VERSION}: "
+        f"{verdicts_changed} changed verdict or outcome"
+    )
+    if older:
+        print(f"  {older} had been judged by older scoring rules")
     if changed:
         print(f"  {changed} with a scenario file that changed since generation (provenance kept)")
     if missing:

@@ -12,7 +12,13 @@ Definitions:
 * gap (model) = strict(mandated) − strict(incentivized), with a 95% CI from a
   paired bootstrap over scenarios: each resample draws scenarios with
   replacement and recomputes both arms' strict accuracy on the same draw;
-* error records are excluded from every denominator and counted apart.
+* error records are excluded from every denominator and counted apart;
+* every scored record has an outcome (``answered``, ``unparseable``,
+  ``no-code``; DESIGN §10) and may be ``truncated``: each outcome's share of
+  the scored records, and strict and per-constraint accuracy **among answered**
+  records, are reported beside the headline figures, which keep their
+  definitions (a ``no-code`` record is scored, and honors nothing). Records
+  scored before outcomes existed (scoring version 1) count as answered.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ class RecordRow:
     strict: bool | None
     constraints: Mapping[str, bool] = field(default_factory=dict)
     stated_passed: bool | None = None
+    outcome: str | None = None  # None: scored before outcomes existed (counts as answered)
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,15 @@ class Tally:
     n_scored: int
     n_strict: int
     n_errors: int
+    # Outcomes of the scored records (answered = n_scored - unparseable - no-code).
+    n_unparseable: int = 0
+    n_no_code: int = 0
+    n_truncated: int = 0
+    n_answered_strict: int = 0
+
+    @property
+    def n_answered(self) -> int:
+        return self.n_scored - self.n_unparseable - self.n_no_code
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,15 @@ class ConstraintTally:
     constraint_id: str
     n: int
     n_honored: int
+    n_answered: int = -1  # -1: same as n (every record answered)
+    n_answered_honored: int = -1
+
+    @property
+    def answered(self) -> tuple[int, int]:
+        """(honored, pairs) among answered records."""
+        if self.n_answered < 0:
+            return self.n_honored, self.n
+        return self.n_answered_honored, self.n_answered
 
 
 @dataclass(frozen=True)
@@ -94,6 +120,39 @@ class Interval:
     n_units: int  # scenarios (gap) or problems (IVR) that entered the bootstrap
 
 
+@dataclass(frozen=True)
+class Outcomes:
+    """How the scored records of one (model, arm) split by outcome."""
+
+    n: int = 0
+    answered: int = 0
+    unparseable: int = 0
+    no_code: int = 0
+    truncated: int = 0
+
+    def share(self, name: str) -> float | None:
+        """The share of scored records with outcome ``name`` (or the truncated flag)."""
+        count = {
+            "answered": self.answered,
+            "unparseable": self.unparseable,
+            "no-code": self.no_code,
+            "truncated": self.truncated,
+        }[name]
+        return count / self.n if self.n else None
+
+    def __add__(self, other: Outcomes) -> Outcomes:
+        return Outcomes(
+            self.n + other.n,
+            self.answered + other.answered,
+            self.unparseable + other.unparseable,
+            self.no_code + other.no_code,
+            self.truncated + other.truncated,
+        )
+
+
+OUTCOME_NAMES = ("answered", "unparseable", "no-code")
+
+
 @dataclass
 class Summary:
     models: list[str]
@@ -106,6 +165,9 @@ class Summary:
     by_constraint: dict[tuple[str, str, str, str], Rate]
     gap: dict[str, Interval]
     category_gap: dict[tuple[str, str], Interval]
+    outcomes: dict[tuple[str, str], Outcomes] = field(default_factory=dict)
+    strict_answered: dict[tuple[str, str], Rate] = field(default_factory=dict)
+    constraint_answered: dict[tuple[str, str], Rate] = field(default_factory=dict)
 
 
 ARM_ORDER = ("cold", "mandated", "incentivized")
@@ -113,24 +175,31 @@ ARM_ORDER = ("cold", "mandated", "incentivized")
 
 def tally(rows: Iterable[RecordRow]) -> tuple[list[Tally], list[ConstraintTally]]:
     """Aggregate records into per-scenario and per-constraint counts."""
-    cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
-    pairs: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    # scored, strict, errors, unparseable, no-code, truncated, strict among answered
+    cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0] * 7)
+    # pairs, honored, answered pairs, honored among answered
+    pairs: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(lambda: [0] * 4)
     for r in rows:
         key = (r.model, r.arm, r.scenario_id, r.category)
         counts = cells[key]
         if r.status != "ok" or r.strict is None:
             counts[2] += 1
             continue
+        answered = r.outcome in (None, "answered")
         counts[0] += 1
         counts[1] += bool(r.strict)
+        counts[3] += r.outcome == "unparseable"
+        counts[4] += r.outcome == "no-code"
+        counts[5] += bool(r.truncated)
+        counts[6] += bool(r.strict) and answered
         for cid, honored in r.constraints.items():
             pair = pairs[(*key, cid)]
             pair[0] += 1
             pair[1] += bool(honored)
-    tallies = [Tally(m, a, s, c, n, k, e) for (m, a, s, c), (n, k, e) in cells.items()]
-    ctallies = [
-        ConstraintTally(m, a, s, c, cid, n, k) for (m, a, s, c, cid), (n, k) in pairs.items()
-    ]
+            pair[2] += answered
+            pair[3] += bool(honored) and answered
+    tallies = [Tally(*key, *counts) for key, counts in cells.items()]
+    ctallies = [ConstraintTally(*key, *counts) for key, counts in pairs.items()]
     return tallies, ctallies
 
 
@@ -196,15 +265,23 @@ def summarize(
     strict: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_category: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_scenario: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
+    outcomes: dict[tuple[str, str], Outcomes] = defaultdict(Outcomes)
+    strict_answered: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     for t in tallies:
         rate = Rate(t.n_strict, t.n_scored, t.n_errors)
+        outcomes[(t.model, t.arm)] += Outcomes(
+            t.n_scored, t.n_answered, t.n_unparseable, t.n_no_code, t.n_truncated
+        )
+        strict_answered[(t.model, t.arm)] += Rate(t.n_answered_strict, t.n_answered)
         strict[(t.model, t.arm)] += rate
         by_category[(t.model, t.arm, t.category)] += rate
         by_scenario[(t.model, t.arm, t.scenario_id)] += rate
     constraint: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_constraint: dict[tuple[str, str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
+    constraint_answered: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     for c in ctallies:
         rate = Rate(c.n_honored, c.n)
+        constraint_answered[(c.model, c.arm)] += Rate(*c.answered)
         constraint[(c.model, c.arm)] += rate
         by_constraint[(c.model, c.arm, c.scenario_id, c.constraint_id)] += rate
     models = sorted({t.model for t in tallies})
@@ -226,6 +303,9 @@ def summarize(
         by_constraint=dict(by_constraint),
         gap=gap,
         category_gap=category_gap,
+        outcomes=dict(outcomes),
+        strict_answered=dict(strict_answered),
+        constraint_answered=dict(constraint_answered),
     )
 
 

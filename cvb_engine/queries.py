@@ -575,6 +575,8 @@ def ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
             col(Record.status),
             col(Record.strict),
             col(Record.stated_passed),
+            col(Record.outcome),
+            col(Record.truncated),
         )
         .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
         .order_by(col(Record.id))
@@ -594,8 +596,8 @@ def ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
     for rid, cid, ok in session.execute(cstmt):
         constraints[int(rid)][cid] = bool(ok)
     return [
-        RecordRow(m, s, c, a, st, strict, constraints[int(rid)], sp)
-        for rid, m, s, c, a, st, strict, sp in records
+        RecordRow(m, s, c, a, st, strict, constraints[int(rid)], sp, outcome, bool(truncated))
+        for rid, m, s, c, a, st, strict, sp, outcome, truncated in records
     ]
 
 

@@ -97,6 +97,7 @@ class Finished:
     finish_reason: str | None
     attempts: int
     messages_sha256: str
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ class _Outbox:
             return False
 
 
-ScoreJob = tuple[int, str, str]  # record id, scenario id, response
+ScoreJob = tuple[int, str, str, str | None]  # record id, scenario id, response, finish reason
 # A record's score columns, its constraint rows and its check rows (results.score_rows).
 ScoreRows = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]
 
@@ -310,6 +311,7 @@ class _Store:
             "prompt_tokens": bindparam("prompt_tokens"),
             "completion_tokens": bindparam("completion_tokens"),
             "finish_reason": bindparam("finish_reason"),
+            "reasoning": bindparam("reasoning"),
             "created": bindparam("created"),
         }
         # An error record turned into an answer (or a newer error): never touch a
@@ -326,6 +328,9 @@ class _Store:
                 stated_passed=None,
                 n_constraints=None,
                 n_honored=None,
+                outcome=None,
+                truncated=None,
+                scoring_version=None,
             )
         )
         self._score = (
@@ -337,6 +342,9 @@ class _Store:
                 stated_passed=bindparam("stated_passed"),
                 n_constraints=bindparam("n_constraints"),
                 n_honored=bindparam("n_honored"),
+                outcome=bindparam("outcome"),
+                truncated=bindparam("truncated"),
+                scoring_version=bindparam("scoring_version"),
                 scored_at=bindparam("scored_at"),
             )
         )
@@ -380,7 +388,7 @@ class _Store:
             for item, record_id in zip(new, conn.execute(stmt, rows).scalars(), strict=True):
                 ids[item.cell] = record_id
                 if item.status == "ok":
-                    jobs.append((record_id, item.cell[1], item.response or ""))
+                    jobs.append((record_id, item.cell[1], item.response or "", item.finish_reason))
         for item in items:
             record_id = self.stored.get(item.cell)
             if record_id is None:
@@ -388,7 +396,7 @@ class _Store:
             params = {**self._answer(item, now), "rid": record_id}
             params["more_attempts"] = item.attempts
             if conn.execute(self._overwrite, params).rowcount and item.status == "ok":
-                jobs.append((record_id, item.cell[1], item.response or ""))
+                jobs.append((record_id, item.cell[1], item.response or "", item.finish_reason))
         self._heartbeat(conn, now)
         return jobs, ids
 
@@ -402,6 +410,7 @@ class _Store:
             "prompt_tokens": item.prompt_tokens,
             "completion_tokens": item.completion_tokens,
             "finish_reason": item.finish_reason,
+            "reasoning": item.reasoning,
             "created": now,
         }
 
@@ -457,20 +466,21 @@ class _Store:
         """Answers of this run that a kill left unscored."""
         r = self.record
         rows = conn.execute(
-            sa_select(r.c.id, r.c.scenario_id, r.c.response).where(
+            sa_select(r.c.id, r.c.scenario_id, r.c.response, r.c.finish_reason).where(
                 r.c.run_id == self.run_id, r.c.status == "ok", r.c.scored_at.is_(None)
             )
         ).all()
         conn.rollback()
-        return [(rid, sid, response or "") for rid, sid, response in rows]
+        return [(rid, sid, response or "", finish) for rid, sid, response, finish in rows]
 
     def score(self, job: ScoreJob) -> tuple[int, ScoreRows] | None:
         """Score one answer (None when its scenario is not in this run's library)."""
-        record_id, sid, response = job
+        record_id, sid, response, finish_reason = job
         loaded = self.library.get(sid)
         if loaded is None:
             return None
-        return record_id, score_rows(record_id, score_response(loaded.scenario, response))
+        scored = score_response(loaded.scenario, response, finish_reason)
+        return record_id, score_rows(record_id, scored)
 
     def save(self, conn: Connection, scored: list[tuple[int, ScoreRows]]) -> int:
         """Store scores in one transaction; return how many answers got theirs."""

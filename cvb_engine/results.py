@@ -1,15 +1,20 @@
 """Records in and out: scores into the store, tallies out of it, and the results file.
 
-The results file (``cvb-results/1``) is the interchange format of DESIGN §6::
+The results file (``cvb-results/2``) is the interchange format of DESIGN §6 and §10::
 
-    {"format": "cvb-results/1", "prompt_version": "2.0",
+    {"format": "cvb-results/2", "prompt_version": "2.0",
      "run": {"id": ..., "started": ..., "params": {...}},
      "records": [{"model", "scenario_id", "scenario_version", "category", "arm", "rep",
                   "status", "error", "response", "code", "latency_s", "usage",
+                  "finish_reason", "outcome", "truncated", "reasoning", "scoring_version",
                   "constraints": {cid: {"honored", "checks": [...]}}, "strict",
                   "stated_passed", ...provenance}]}
 
-An error record (``status: "error"``) carries no ``constraints`` and no ``strict``.
+An error record (``status: "error"``) carries no ``constraints``, no ``strict``
+and no ``outcome``. ``outcome`` is ``answered`` | ``unparseable`` | ``no-code``
+(null for a record scored before outcomes existed, scoring version 1);
+``reasoning`` is the endpoint's separate reasoning field, never scored.
+``cvb-results/1`` (the same without the four new fields) is still read.
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ from sqlalchemy import case, func, insert
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
+from cvb_engine.extract import OUTCOMES
 from cvb_engine.metrics import ConstraintTally, RecordRow, Tally, ivr
 from cvb_engine.report import ivr_dict
 from cvb_engine.scoring import Scored
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, utcnow
 
-RESULTS_FORMAT = "cvb-results/1"
+RESULTS_FORMAT = "cvb-results/2"
+#: Formats `cvb report FILE.json` reads: 1 has no outcomes (its records count as answered).
+READABLE_FORMATS = ("cvb-results/1", "cvb-results/2")
 
 
 class ResultsFileError(ValueError):
@@ -53,6 +61,9 @@ def score_rows(
         "stated_passed": scored.stated_passed,
         "n_constraints": len(scored.constraints),
         "n_honored": scored.n_honored,
+        "outcome": scored.outcome,
+        "truncated": scored.truncated,
+        "scoring_version": scored.scoring_version,
         "scored_at": utcnow(),
     }
     constraint_rows = [
@@ -145,6 +156,10 @@ def record_dict(record: Record, constraints: dict[str, Any] | None) -> dict[str,
         },
         "finish_reason": record.finish_reason,
         "attempts": record.attempts,
+        "outcome": record.outcome if ok else None,
+        "truncated": bool(record.truncated) if ok and record.truncated is not None else None,
+        "reasoning": record.reasoning,
+        "scoring_version": record.scoring_version if ok else None,
         "constraints": constraints if ok else None,
         "strict": record.strict if ok else None,
         "stated_passed": record.stated_passed if ok else None,
@@ -260,9 +275,10 @@ def load_results_file(path: str | Path) -> dict[str, Any]:
         raise ResultsFileError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     if not isinstance(data, dict):
         raise ResultsFileError(f"{p}: top level: expected an object")
-    if data.get("format") != RESULTS_FORMAT:
+    if data.get("format") not in READABLE_FORMATS:
         raise ResultsFileError(
-            f"{p}: format: expected {RESULTS_FORMAT!r}, found {data.get('format')!r}"
+            f"{p}: format: expected one of {', '.join(map(repr, READABLE_FORMATS))}, "
+            f"found {data.get('format')!r}"
         )
     records = data.get("records")
     if not isinstance(records, list):
@@ -288,6 +304,19 @@ def load_results_file(path: str | Path) -> dict[str, Any]:
                 raise ResultsFileError(
                     f"{p}: records[{i}].constraints: expected an object of {{honored: bool}}"
                 )
+            outcome = rec.get("outcome")
+            if outcome is not None and outcome not in OUTCOMES:
+                raise ResultsFileError(
+                    f"{p}: records[{i}].outcome: expected one of {', '.join(OUTCOMES)} or null, "
+                    f"found {outcome!r}"
+                )
+            if rec.get("truncated") not in (None, True, False):
+                raise ResultsFileError(f"{p}: records[{i}].truncated: expected true, false or null")
+            version = rec.get("scoring_version")
+            if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+                raise ResultsFileError(
+                    f"{p}: records[{i}].scoring_version: expected an integer or null"
+                )
     return data
 
 
@@ -302,6 +331,8 @@ def rows_from_results(data: dict[str, Any]) -> list[RecordRow]:
             strict=r.get("strict") if r["status"] == "ok" else None,
             constraints={k: v["honored"] for k, v in (r.get("constraints") or {}).items()},
             stated_passed=r.get("stated_passed") if r["status"] == "ok" else None,
+            outcome=r.get("outcome"),
+            truncated=bool(r.get("truncated")),
         )
         for r in data["records"]
     ]
@@ -333,6 +364,8 @@ def db_ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
             r.strict,
             constraints.get(r.id or -1, {}),
             r.stated_passed,
+            r.outcome,
+            bool(r.truncated),
         )
         for r in records
     ]
@@ -347,6 +380,12 @@ def db_tallies(
     n_scored = func.sum(case((scored, 1), else_=0))
     n_strict = func.sum(case((scored & (col(Record.strict).is_(True)), 1), else_=0))
     n_errors = func.sum(case((scored, 0), else_=1))
+    outcome = col(Record.outcome)
+    answered = scored & (outcome.is_(None) | (outcome == "answered"))
+    n_unparseable = func.sum(case((scored & (outcome == "unparseable"), 1), else_=0))
+    n_no_code = func.sum(case((scored & (outcome == "no-code"), 1), else_=0))
+    n_truncated = func.sum(case((scored & col(Record.truncated).is_(True), 1), else_=0))
+    n_answered_strict = func.sum(case((answered & col(Record.strict).is_(True), 1), else_=0))
     stmt = (
         sa_select(
             col(Record.model),
@@ -356,15 +395,23 @@ def db_tallies(
             n_scored,
             n_strict,
             n_errors,
+            n_unparseable,
+            n_no_code,
+            n_truncated,
+            n_answered_strict,
         )
         .where(col(Record.run_id).in_(ids))
         .group_by(Record.model, Record.arm, Record.scenario_id, Record.category)
     )
     tallies = [
-        Tally(m, a, s, c, int(n or 0), int(k or 0), int(e or 0))
-        for m, a, s, c, n, k, e in session.execute(stmt)
+        Tally(m, a, s, c, *(int(v or 0) for v in counts))
+        for m, a, s, c, *counts in session.execute(stmt)
     ]
     honored = func.sum(case((col(ConstraintResult.honored).is_(True), 1), else_=0))
+    pairs_answered = func.sum(case((answered, 1), else_=0))
+    honored_answered = func.sum(
+        case((answered & col(ConstraintResult.honored).is_(True), 1), else_=0)
+    )
     cstmt = (
         sa_select(
             col(Record.model),
@@ -374,6 +421,8 @@ def db_tallies(
             col(ConstraintResult.constraint_id),
             func.count(),
             honored,
+            pairs_answered,
+            honored_answered,
         )
         .join(ConstraintResult, col(ConstraintResult.record_id) == col(Record.id))
         .where(col(Record.run_id).in_(ids), scored)
@@ -386,7 +435,7 @@ def db_tallies(
         )
     )
     ctallies = [
-        ConstraintTally(m, a, s, c, cid, int(n), int(k or 0))
-        for m, a, s, c, cid, n, k in session.execute(cstmt)
+        ConstraintTally(m, a, s, c, cid, int(n), int(k or 0), int(na or 0), int(ka or 0))
+        for m, a, s, c, cid, n, k, na, ka in session.execute(cstmt)
     ]
     return tallies, ctallies

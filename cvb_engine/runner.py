@@ -281,10 +281,16 @@ async def call_once(
     temperature: float,
     max_tokens: int,
     seed: int | None,
-) -> tuple[str, int | None, int | None, str | None]:
-    """One chat completion; returns (content, prompt tokens, completion tokens, finish reason).
+) -> tuple[str, int | None, int | None, str | None, str | None]:
+    """One chat completion; returns (content, prompt tokens, completion tokens, finish
+    reason, reasoning).
 
-    Raises ``ValueError`` for replies that are not usable (no choices, no content).
+    ``reasoning`` is the message's separate reasoning field (``reasoning_content``
+    or ``reasoning``, as reasoning models' gateways send it), stored apart from the
+    reply and never scored. A reply whose content is empty but whose reasoning is
+    not (a reasoning model cut off by ``max_tokens``) is an answer with no code,
+    not an API failure. Raises ``ValueError`` for replies that are not usable (no
+    choices, no content and no reasoning).
     """
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
     if seed is not None:
@@ -298,15 +304,29 @@ async def call_once(
         raise ValueError("the reply has no choices")
     choice = resp.choices[0]
     content = choice.message.content if choice.message is not None else None
-    if not content or not content.strip():
+    reasoning = _reasoning_field(choice.message)
+    if (not content or not content.strip()) and not reasoning:
         raise ValueError(f"the reply has empty content (finish_reason={choice.finish_reason})")
     usage = resp.usage
     return (
-        content,
+        content or "",
         usage.prompt_tokens if usage else None,
         usage.completion_tokens if usage else None,
         choice.finish_reason,
+        reasoning,
     )
+
+
+def _reasoning_field(message: Any) -> str | None:
+    """The message's separate reasoning text, if the endpoint sent one as a string."""
+    if message is None:
+        return None
+    extra = getattr(message, "model_extra", None) or {}
+    for name in ("reasoning_content", "reasoning"):
+        value = extra.get(name, getattr(message, name, None))
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
 
 
 async def call_with_retries(
@@ -328,7 +348,7 @@ async def call_with_retries(
         wait: float | None = None
         t0 = time.monotonic()
         try:
-            content, p_tok, c_tok, finish = await call_once(
+            content, p_tok, c_tok, finish, reasoning = await call_once(
                 client, model, messages, temperature=temperature, max_tokens=max_tokens, seed=seed
             )
             return Finished(
@@ -342,6 +362,7 @@ async def call_with_retries(
                 finish_reason=finish,
                 attempts=attempt,
                 messages_sha256="",
+                reasoning=reasoning,
             )
         except openai.AuthenticationError as exc:
             raise FatalEndpointError(

@@ -6,6 +6,15 @@ constraint runs on it. A constraint is honored when all its checks pass; a
 record is strictly accurate when every constraint is honored (DESIGN §7).
 Nothing here raises on model output: a check that crashes is recorded as a
 failed check with the exception in its reason.
+
+Every scored record also has an *outcome* (see :mod:`cvb_engine.extract`):
+``answered``, ``unparseable`` or ``no-code``, and a ``truncated`` flag when
+the endpoint's ``finish_reason`` was ``length``. A ``no-code`` record honors
+no constraint: its checks do not run, and each constraint carries one failed
+verdict of kind ``outcome`` that says why (writing nothing is never credited
+as obeying a "don't"). :data:`SCORING_VERSION` names these rules; records keep
+the version that judged them, so a report can say a run was judged by older
+rules and ``cvb score`` can bring it up to date.
 """
 
 from __future__ import annotations
@@ -14,8 +23,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cvb_engine.checks.base import CheckKind, CheckResult, Subject, get_kind
-from cvb_engine.extract import extract_code
+from cvb_engine.extract import Outcome, extract, outcome_of
 from cvb_engine.scenario import Scenario
+
+#: The rules that turn a reply into verdicts. 1: the first build (no outcomes;
+#: a reply without code could honor a constraint). 2: outcomes, structural
+#: solution extraction, no-code honors nothing. Bump it whenever extraction or
+#: a check kind's judgement changes.
+SCORING_VERSION = 2
+NO_CODE_CHECK = CheckResult(
+    passed=False,
+    reason="the reply has no code (a refusal, a question, prose, or reasoning that never "
+    "ended): no constraint is honored",
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,9 @@ class Scored:
     constraints: tuple[ConstraintVerdict, ...]
     stated_passed: bool | None = None
     stated_detail: CheckResult | None = None
+    outcome: Outcome = "answered"
+    truncated: bool = False
+    scoring_version: int = SCORING_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -111,9 +134,35 @@ def _plan(scenario: Scenario) -> tuple[Plan, Checks]:
     return plan, checks
 
 
-def score_code(scenario: Scenario, code: str, response: str | None = None) -> Scored:
-    """Score already-extracted ``code`` against every constraint of ``scenario``."""
+def score_code(
+    scenario: Scenario,
+    code: str,
+    response: str | None = None,
+    *,
+    outcome: Outcome | None = None,
+    truncated: bool = False,
+) -> Scored:
+    """Score already-extracted ``code`` against every constraint of ``scenario``.
+
+    ``outcome`` defaults to what ``code`` itself is (:func:`outcome_of`).
+    """
+    if outcome is None:
+        outcome = outcome_of(code)
     plan, every_check = _plan(scenario)
+    if outcome == "no-code":
+        return Scored(
+            code=code,
+            constraints=tuple(
+                ConstraintVerdict(cid, (CheckVerdict("no-code", "outcome", NO_CODE_CHECK),))
+                for cid, _ in plan
+            ),
+            stated_passed=False
+            if scenario.stated_tests and scenario.stated_tests.strip()
+            else None,
+            stated_detail=NO_CODE_CHECK if scenario.stated_tests else None,
+            outcome=outcome,
+            truncated=truncated,
+        )
     subject = Subject(code, code if response is None else response, {}, every_check)
     verdicts = []
     for constraint_id, checks in plan:
@@ -137,12 +186,24 @@ def score_code(scenario: Scenario, code: str, response: str | None = None) -> Sc
         constraints=tuple(verdicts),
         stated_passed=None if stated is None else stated.passed,
         stated_detail=stated,
+        outcome=outcome,
+        truncated=truncated,
     )
 
 
-def score_response(scenario: Scenario, response: str) -> Scored:
-    """Extract the code from ``response`` and score it."""
-    return score_code(scenario, extract_code(response), response)
+def score_response(scenario: Scenario, response: str, finish_reason: str | None = None) -> Scored:
+    """Extract the solution from ``response`` and score it.
+
+    Checks with ``scope: response`` read the reply without its reasoning.
+    """
+    found = extract(response, scenario.entry_point)
+    return score_code(
+        scenario,
+        found.code,
+        found.answer,
+        outcome=found.outcome,
+        truncated=finish_reason == "length",
+    )
 
 
 def _run_stated_tests(tests: str, subject: Subject) -> CheckResult:

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
 
 
@@ -91,6 +91,8 @@ class Record(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
+    # An API's separate reasoning field (reasoning_content / reasoning): kept, never scored.
+    reasoning: str | None = Field(default=None, sa_column=Column(Text))  # schema 3
     created: datetime = Field(default_factory=utcnow)
     # Scoring (re-computable from response + the scenario's checks)
     scored_at: datetime | None = None
@@ -98,6 +100,11 @@ class Record(SQLModel, table=True):
     stated_passed: bool | None = None
     n_constraints: int | None = None
     n_honored: int | None = None
+    # schema 3: what kind of answer it was (answered | unparseable | no-code), whether
+    # the endpoint cut it at max_tokens, and the scoring rules that judged it.
+    outcome: str | None = None
+    truncated: bool | None = None
+    scoring_version: int | None = None
 
 
 class ConstraintResult(SQLModel, table=True):
@@ -214,8 +221,22 @@ def _migrate_1_to_2(conn: Connection) -> None:
     )
 
 
+def _migrate_2_to_3(conn: Connection) -> None:
+    # Answer outcomes and the scoring version (DESIGN §10). Records scored
+    # before keep NULL there: judged by scoring version 1, until `cvb score`.
+    present = {c["name"] for c in inspect(conn).get_columns("record")}
+    for column, sql_type in (
+        ("reasoning", "TEXT"),
+        ("outcome", "VARCHAR"),
+        ("truncated", "BOOLEAN"),
+        ("scoring_version", "INTEGER"),
+    ):
+        if column not in present:  # a store made by hand may have some already
+            conn.execute(text(f"ALTER TABLE record ADD COLUMN {column} {sql_type}"))
+
+
 #: MIGRATIONS[n] takes a store from schema n to n + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def stored_version(engine: Engine) -> int | None:

@@ -41,7 +41,7 @@ def test_report_exports_and_reads_its_results_file_back(scenario_dir: Path, tmp_
     )
     assert made.returncode == 0, made.stderr
     data = json.loads(out["json"].read_text())
-    assert data["format"] == "cvb-results/1" and len(data["records"]) == 12
+    assert data["format"] == "cvb-results/2" and len(data["records"]) == 12
     assert out["csv"].read_text().count("\n") == 13
     html = out["html"].read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "<script" not in html.lower()
@@ -59,7 +59,7 @@ def test_report_exports_and_reads_its_results_file_back(scenario_dir: Path, tmp_
     ("content", "fragment"),
     [
         pytest.param("{not json", ":1: not valid JSON", id="syntax"),
-        pytest.param('{"format": "other"}', "format: expected 'cvb-results/1'", id="format"),
+        pytest.param('{"format": "other"}', "format: expected one of 'cvb-results/1'", id="format"),
         pytest.param(
             '{"format": "cvb-results/1", "records": [{"model": 3}]}', "records[0].model", id="field"
         ),

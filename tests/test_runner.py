@@ -380,7 +380,7 @@ def test_full_run_in_process_stores_the_matrix_and_reports_by_arm(
     argv = ["report", "full", "--db", db_url, "--json", str(out_json), "--csv", str(out_csv)]
     assert runner.cli.main(argv) == 0
     data = json.loads(out_json.read_text(encoding="utf-8"))
-    assert data["format"] == "cvb-results/1" and data["run"]["id"] == "full"
+    assert data["format"] == "cvb-results/2" and data["run"]["id"] == "full"
     assert len(data["records"]) == 84
     assert out_csv.read_text(encoding="utf-8").count("\n") == 85  # header + one row per cell
     # the results file reads back to the same numbers

@@ -798,7 +798,7 @@ if tabs[EXPORTS].open:
         st.caption(
             f"**Markdown**: the tables of `cvb report` (strict accuracy with the gap and its CI, "
             "per-constraint accuracy, counts, by category). **JSON**: every record of "
-            f"{export_run} with its verdicts and evidence (`cvb-results/1`, what "
+            f"{export_run} with its verdicts and evidence (`cvb-results/2`, what "
             "`cvb report FILE.json` reads back). **CSV**: one row per record. **HTML**: one "
             "self-contained file with inline SVG charts and the published reference figures, "
             "no script; it opens in any browser."

@@ -405,7 +405,7 @@ def test_exports_produce_valid_files(
     for heading in ("Strict accuracy", "Per-constraint accuracy", "Counts (scored records"):
         assert md_table(files[f"{RUN_ID}.md"], heading) == md_table(md, heading), heading
     data = json.loads(files[f"{RUN_ID}.json"])
-    assert data["format"] == "cvb-results/1" and data["run"]["id"] == RUN_ID
+    assert data["format"] == "cvb-results/2" and data["run"]["id"] == RUN_ID
     assert len(data["records"]) == 84
     rows = list(csv.DictReader(io.StringIO(files[f"{RUN_ID}.csv"])))
     assert len(rows) == 84 and sum(r["status"] == "error" for r in rows) == 1
