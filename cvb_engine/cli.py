@@ -12,16 +12,19 @@ from sqlmodel import col, select
 
 from cvb_engine import lint as lint_mod
 from cvb_engine.metrics import ivr, summarize, summarize_rows
-from cvb_engine.report import ivr_markdown, markdown, records_csv
+from cvb_engine.report import ReportNotes, ivr_markdown, limitations_of, markdown, records_csv
 from cvb_engine.results import (
     ResultsFileError,
     db_ivr_rows,
     db_tallies,
     export_results,
+    file_scoring_versions,
     iter_run_records,
     load_results_file,
     rows_from_results,
+    run_scenario_ids,
     save_scores,
+    scoring_versions,
     write_json_atomic,
     write_text_atomic,
 )
@@ -151,6 +154,17 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _limitations(path: str, scenario_ids: list[str]) -> tuple[tuple[str, str, str], ...]:
+    """The stated limitations of the run's constraints; none when the library does not load
+    (a report never fails for want of its notes)."""
+    if not Path(path).is_dir():
+        return ()
+    try:
+        return limitations_of(load_library(path), scenario_ids)
+    except ScenarioError:
+        return ()
+
+
 def _library(path: str) -> dict[str, Any]:
     try:
         return load_library(path)
@@ -168,6 +182,12 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="F", help="write the results file to F")
     p.add_argument("--csv", metavar="F", help="write one CSV row per record to F")
     p.add_argument("--html", metavar="F", help="write a self-contained HTML report to F")
+    p.add_argument(
+        "--scenarios",
+        default="scenarios",
+        help="scenario library whose constraints' stated limitations the report lists "
+        "(default: scenarios)",
+    )
 
 
 @command("report", _report_args)
@@ -183,6 +203,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         summary = summarize_rows(rows)
         ivr_results = ivr(rows)
         run_id = str((data.get("run") or {}).get("id", Path(target).stem))
+        versions = file_scoring_versions(data)
+        scenario_ids = sorted({r.scenario_id for r in rows})
     else:
         run_id = target or _latest_run_id(args.db)
         with session_scope(args.db) as session:
@@ -192,11 +214,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                 )
             summary = summarize(*db_tallies(session, [run_id]))
             ivr_results = ivr(db_ivr_rows(session, [run_id]))
+            versions = scoring_versions(session, [run_id])
+            scenario_ids = run_scenario_ids(session, [run_id])
             data = export_results(session, run_id) if (args.json or args.csv) else {}
     meta = {"run": run_id, "prompt version": data.get("prompt_version", "–") if data else "–"}
     if not data:
         meta.pop("prompt version")
-    text = markdown(summary, title=f"CVB results: {run_id}", meta=meta)
+    notes = ReportNotes(versions, _limitations(args.scenarios, scenario_ids))
+    text = markdown(summary, title=f"CVB results: {run_id}", meta=meta, notes=notes)
     if ivr_results:
         text += "\n" + ivr_markdown(ivr_results)
     if args.markdown:
@@ -211,7 +236,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         write_text_atomic(
             args.html,
             html_report(
-                summary, title=f"CVB results: {run_id}", meta=meta, ivr_results=ivr_results
+                summary,
+                title=f"CVB results: {run_id}",
+                meta=meta,
+                ivr_results=ivr_results,
+                notes=notes,
             ),
         )
     outputs = (

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -342,6 +343,12 @@ _CODE_START = re.compile(
 )
 
 
+_STRONG_CODE = re.compile(
+    r"^\s*(def |async def |class |import |from \S+ import |return\b|@\w|try:|except\b|"
+    r"(if|elif|for|while|with|async with) .*:\s*(#.*)?$|[A-Za-z_][\w.]*(\[[^\]]*\])?\s*=[^=])"
+)
+
+
 def _code_like(line: str) -> bool:
     return bool(_CODE_START.match(line)) or line.startswith((" ", "\t"))
 
@@ -354,8 +361,10 @@ def _code_like_share(lines: list[str]) -> float:
 
 _REJECTED = re.compile(
     r"\b(don'?t|do not|never|avoid|bad|wrong|incorrect|insecure|unsafe|vulnerable|anti-?pattern|"
-    r"not recommended|instead of|before|original|old|naive|problematic|what not to)\b|❌|🚫",
-    re.IGNORECASE,
+    r"not recommended|instead of|naive|problematic|what not to|has (a |two |several )?bugs?|"
+    r"(original|old|previous|first|buggy|broken) (version|code|implementation|attempt|draft)|"
+    r"^\W*before)\b|❌|🚫",
+    re.IGNORECASE | re.MULTILINE,
 )
 _ALTERNATIVE = re.compile(
     r"\b(alternative(ly)?|another (approach|option|way|version)|if you prefer|you could also|"
@@ -365,6 +374,11 @@ _ALTERNATIVE = re.compile(
 _PREFERRED = re.compile(
     r"\b(final|updated|improved|fixed|corrected|complete|full|refactored|recommended|better|"
     r"after|correct|secure|safe)\b|✅",
+    re.IGNORECASE,
+)
+_USAGE = re.compile(
+    r"(^|\n)\W*(example usage|usage|example|examples|demo|sample run|quick test|try it|"
+    r"how to use( it)?|to use it|you can (use|call) (it|this)|for example|calling it)\b[^\n]*$",
     re.IGNORECASE,
 )
 _INTRO_CHARS = 240
@@ -388,6 +402,8 @@ def _stance(block: Block) -> str:
         return "rejected"
     if _ALTERNATIVE.search(intro):
         return "alternative"
+    if _USAGE.search(intro):
+        return "usage"
     if _PREFERRED.search(intro):
         return "preferred"
     return "plain"
@@ -446,7 +462,16 @@ def _select(candidates: list[_Candidate], entry_point: str | None) -> list[_Cand
     # the reply itself rejects is left out (unless nothing else is left).
     tagged = [c for c in candidates if c.block.tag in PYTHON_TAGS]
     pool = tagged or candidates
-    return [c for c in pool if c.stance != "rejected"] or pool[-1:]
+    kept = [c for c in pool if c.stance != "rejected"] or pool[-1:]
+    # A block introduced as usage that defines nothing is a demo of the solution.
+    solution = [c for c in kept if not (c.stance == "usage" and not _defines_any(c.tree))]
+    return solution or kept
+
+
+def _defines_any(tree: ast.Module | None) -> bool:
+    return tree is not None and any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in tree.body
+    )
 
 
 def _choose_definition(defining: list[_Candidate]) -> _Candidate:
@@ -505,7 +530,7 @@ def _is_usage(tree: ast.Module, entry_point: str) -> bool:
 _MAX_TRIM = 12
 
 
-def _unfenced(text: str) -> str:
+def _unfenced(text: str, entry_point: str | None = None) -> str:
     lines = text.split("\n")
     runs: list[tuple[int, int]] = []
     start: int | None = None
@@ -521,22 +546,29 @@ def _unfenced(text: str) -> str:
             start = None
     if start is not None:
         runs.append((start, len(lines)))
-    best = ""
-    best_len = 0
+    parsed: list[_Candidate] = []
     fallback = ""
     for a, b in runs:
         while b > a and not lines[b - 1].strip():
             b -= 1
         found = _longest_parsing(lines, a, b)
         if found is not None:
-            fa, fb = found
-            if fb - fa > best_len:
-                best, best_len = "\n".join(lines[fa:fb]), fb - fa
-        elif not best_len:
+            run_code = textwrap.dedent("\n".join(lines[found[0] : found[1]]))
+            block = Block("python", run_code, "", found[0], found[1])
+            parsed.append(_Candidate(block, run_code, _parses(run_code), "plain"))
+        elif not parsed:
             chunk = lines[a:b]
-            if sum(_code_like(ln) for ln in chunk) >= 2 and len(chunk) > len(fallback.split("\n")):
+            strong = sum(bool(_STRONG_CODE.match(ln)) for ln in chunk)
+            if strong >= 2 and len(chunk) > len(fallback.split("\n")):
                 fallback = "\n".join(chunk)
-    return best or fallback
+    if not parsed:
+        return fallback
+    # The longest run is the solution (or the one defining the entry point), with
+    # the runs that hold what it uses: an import line set apart by prose.
+    defining = [c for c in parsed if entry_point and c.tree and _defines(c.tree, entry_point)]
+    chosen = defining[0] if defining else max(parsed, key=lambda c: c.block.end - c.block.start)
+    kept = _with_dependencies(chosen, parsed, entry_point or "")
+    return "\n\n".join(c.code for c in kept)
 
 
 def _prose(line: str) -> bool:
@@ -553,7 +585,7 @@ def _longest_parsing(lines: list[str], a: int, b: int) -> tuple[int, int] | None
             lo, hi = a + trim_start, b - trim_end
             if best is not None and hi - lo <= best[1] - best[0]:
                 break
-            tree = _parses("\n".join(lines[lo:hi]))
+            tree = _parses(textwrap.dedent("\n".join(lines[lo:hi])))
             if tree is not None and _meaningful(tree):
                 best = (lo, hi)
                 break
@@ -587,9 +619,9 @@ def extract(response: str, entry_point: str | None = None) -> Extraction:
         if not code.strip():
             # Fences held nothing Python: code may still sit in the prose.
             outside = _outside_blocks(answer, blocks)
-            code = _unfenced(outside)
+            code = _unfenced(outside, entry_point)
     else:
-        code = _unfenced(answer)
+        code = _unfenced(answer, entry_point)
     code = code.strip("\n")
     return Extraction(code, outcome_of(code), reasoning, answer)
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cvb_engine.scenario import LoadedScenario
-from cvb_engine.scoring import score_code
+from cvb_engine.scoring import score_code, score_response
 
 
 class CorpusError(ValueError):
@@ -163,3 +164,100 @@ def overall(per_constraint: Mapping[tuple[str, str], Confusion]) -> Confusion:
     for counts in per_constraint.values():
         total.add(counts)
     return total
+
+
+# --------------------------------------------------------------------------- labelled replies
+
+
+class ReplyExpect(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    outcome: Literal["answered", "unparseable", "no-code"]
+    truncated: bool = False
+    code_has: list[str] = Field(default_factory=list)
+    code_lacks: list[str] = Field(default_factory=list)
+    honored: dict[str, bool]
+
+
+class LabelledReply(BaseModel):
+    """A realistic chat reply with a careful human's verdicts (``tests/corpus/replies/``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    scenario: str
+    shape: str
+    finish_reason: str | None = "stop"
+    reasoning: str | None = None
+    response: str
+    expect: ReplyExpect
+
+
+@dataclass(frozen=True)
+class ReplyJudgement:
+    reply: LabelledReply
+    outcome: str
+    truncated: bool
+    honored: dict[str, bool]
+    problems: tuple[str, ...]  # every way the project's verdict differs from the label
+
+    @property
+    def agrees(self) -> bool:
+        """Outcome and every constraint's verdict as the human judged them."""
+        return self.outcome == self.reply.expect.outcome and self.honored == dict(
+            self.reply.expect.honored
+        )
+
+
+def load_replies(root: str | Path) -> list[LabelledReply]:
+    out: list[LabelledReply] = []
+    seen: set[str] = set()
+    for path in sorted(Path(root).rglob("*.yaml")):
+        try:
+            items = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise CorpusError(f"{path}: {exc}") from exc
+        if not isinstance(items, list):
+            raise CorpusError(f"{path}: expected a list of replies")
+        for i, item in enumerate(items):
+            try:
+                reply = LabelledReply.model_validate(item)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise CorpusError(f"{path}: [{i}].{where}: {first['msg']}") from exc
+            if reply.id in seen:
+                raise CorpusError(f"{path}: reply id {reply.id!r} appears twice")
+            seen.add(reply.id)
+            out.append(reply)
+    return out
+
+
+def judge_replies(
+    replies: Iterable[LabelledReply], library: Mapping[str, LoadedScenario]
+) -> list[ReplyJudgement]:
+    """Each reply through the project's own extraction and scoring, against its labels."""
+    out = []
+    for reply in replies:
+        loaded = library.get(reply.scenario)
+        if loaded is None:
+            raise CorpusError(f"reply {reply.id!r}: unknown scenario {reply.scenario!r}")
+        scored = score_response(loaded.scenario, reply.response, reply.finish_reason)
+        honored = {c.constraint_id: c.honored for c in scored.constraints}
+        expect = reply.expect
+        problems = []
+        if scored.outcome != expect.outcome:
+            problems.append(f"outcome {scored.outcome}, labelled {expect.outcome}")
+        if scored.truncated != expect.truncated:
+            problems.append(f"truncated {scored.truncated}, labelled {expect.truncated}")
+        problems += [f"solution lacks {s!r}" for s in expect.code_has if s not in scored.code]
+        problems += [f"solution holds {s!r}" for s in expect.code_lacks if s and s in scored.code]
+        problems += [
+            f"{cid}: honored {honored.get(cid)}, labelled {want}"
+            for cid, want in expect.honored.items()
+            if honored.get(cid) != want
+        ]
+        out.append(
+            ReplyJudgement(reply, scored.outcome, scored.truncated, honored, tuple(problems))
+        )
+    return out

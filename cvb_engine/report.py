@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary
+from cvb_engine.metrics import Interval, IVRSummary, Outcomes, Rate, Summary
+from cvb_engine.scenario import LoadedScenario
+from cvb_engine.scoring import SCORING_VERSION
 
 CSV_FIELDS = (
     "model",
@@ -21,6 +24,9 @@ CSV_FIELDS = (
     "rep",
     "status",
     "error",
+    "outcome",
+    "truncated",
+    "scoring_version",
     "strict",
     "constraints_honored",
     "constraints_violated",
@@ -32,6 +38,51 @@ CSV_FIELDS = (
     "prompt_version",
     "messages_sha256",
 )
+
+
+@dataclass(frozen=True)
+class ReportNotes:
+    """What a report says besides the metrics: the scoring rules that judged its
+    records and what the checks of its constraints cannot see."""
+
+    # scoring version -> number of scored records it judged (1: before outcomes)
+    scoring_versions: Mapping[int, int] = field(default_factory=dict)
+    # (scenario id, constraint id, limitation) for every constraint that states one
+    limitations: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def older_rules(self) -> int:
+        """Scored records judged by rules older than this cvb's."""
+        return sum(n for v, n in self.scoring_versions.items() if v < SCORING_VERSION)
+
+    def older_rules_text(self) -> str | None:
+        if not self.older_rules:
+            return None
+        versions = ", ".join(str(v) for v in sorted(self.scoring_versions) if v < SCORING_VERSION)
+        return (
+            f"{self.older_rules:,} scored record(s) were judged by older scoring rules "
+            f"(version {versions}; this cvb uses {SCORING_VERSION}). Their verdicts may differ "
+            "from today's: re-score the run with `cvb score RUN_ID` (no API call)."
+        )
+
+
+def limitations_of(
+    library: Mapping[str, LoadedScenario], scenario_ids: Iterable[str] | None = None
+) -> tuple[tuple[str, str, str], ...]:
+    """Every stated limitation of the constraints of ``scenario_ids`` (default: all)."""
+    wanted = set(scenario_ids) if scenario_ids is not None else set(library)
+    return tuple(
+        (sid, c.id, " ".join(c.limitations.split()))
+        for sid, item in sorted(library.items())
+        if sid in wanted
+        for c in item.scenario.constraints
+        if c.limitations
+    )
+
+
+def fmt_share(outcomes: Outcomes | None, name: str) -> str:
+    share = outcomes.share(name) if outcomes is not None else None
+    return "–" if share is None else f"{share:.3f}"
 
 
 def fmt_rate(rate: Rate | None, *, counts: bool = False) -> str:
@@ -64,16 +115,24 @@ def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
 
 
 def markdown(
-    summary: Summary, *, title: str = "CVB results", meta: dict[str, Any] | None = None
+    summary: Summary,
+    *,
+    title: str = "CVB results",
+    meta: dict[str, Any] | None = None,
+    notes: ReportNotes | None = None,
 ) -> str:
-    """The Markdown report: arm accuracy with the gap, per-constraint accuracy, counts,
-    then one table per arm by category and the gap by category."""
+    """The Markdown report: arm accuracy with the gap, answer outcomes with accuracy
+    among answered records, per-constraint accuracy, counts, one table per arm by
+    category and the gap by category, then the limitations of the checks."""
     arms = summary.arms
     out = [f"# {title}", ""]
     for key, value in (meta or {}).items():
         out.append(f"- {key}: {value}")
     if meta:
         out.append("")
+    older = notes.older_rules_text() if notes else None
+    if older:
+        out += [f"> **Judged by older rules.** {older}", ""]
     has_gap = "mandated" in arms and "incentivized" in arms
     out += ["## Strict accuracy", ""]
     header = ["model", *arms] + (["gap (mandated − incentivized) [95% CI]"] if has_gap else [])
@@ -91,6 +150,7 @@ def markdown(
         "Gap CI: paired bootstrap over scenarios, 10,000 resamples, fixed seed.",
         "",
     ]
+    out += outcomes_markdown(summary)
     out += ["## Per-constraint accuracy", ""]
     out += _table(
         ["model", *arms],
@@ -123,7 +183,74 @@ def markdown(
             ),
         )
         out.append("")
+    out += limitations_markdown(notes.limitations if notes else ())
     return "\n".join(out)
+
+
+OUTCOMES_NOTE = (
+    "Outcome of each scored record: *answered* (code found, it parses), *unparseable* (code "
+    "found, it does not parse), *no code* (a refusal, a question, prose, or reasoning that never "
+    "ended; it honors no constraint). *Truncated*: the endpoint stopped at max_tokens. "
+    "Accuracy among answered separates broken or missing code from disobedience."
+)
+
+
+def outcome_rows(summary: Summary) -> list[list[str]]:
+    """One row per model × arm: outcome shares, then strict and per-constraint accuracy
+    among answered records (shared by the Markdown and HTML reports)."""
+    rows = []
+    for m in summary.models:
+        for a in summary.arms:
+            o = summary.outcomes.get((m, a))
+            if o is None or not o.n:
+                continue
+            rows.append(
+                [
+                    m,
+                    a,
+                    fmt_share(o, "answered"),
+                    fmt_share(o, "unparseable"),
+                    fmt_share(o, "no-code"),
+                    fmt_share(o, "truncated"),
+                    fmt_rate(summary.strict_answered.get((m, a)), counts=True),
+                    fmt_rate(summary.constraint_answered.get((m, a))),
+                ]
+            )
+    return rows
+
+
+OUTCOME_HEADER = [
+    "model",
+    "arm",
+    "answered",
+    "unparseable",
+    "no code",
+    "truncated",
+    "strict among answered",
+    "per-constraint among answered",
+]
+
+
+def outcomes_markdown(summary: Summary) -> list[str]:
+    rows = outcome_rows(summary)
+    if not rows:
+        return []
+    return ["## Answer outcomes", "", *_table(OUTCOME_HEADER, rows), "", OUTCOMES_NOTE, ""]
+
+
+def limitations_markdown(limitations: Iterable[tuple[str, str, str]]) -> list[str]:
+    items = list(limitations)
+    if not items:
+        return []
+    out = [
+        "## Limitations of the checks",
+        "",
+        "Checks are deterministic (regex and syntax tree): a pass means that no violation was "
+        "detected. These constraints say what their checks cannot judge precisely:",
+        "",
+    ]
+    out += [f"- `{sid}` / `{cid}`: {text}" for sid, cid, text in items]
+    return [*out, ""]
 
 
 def fmt_interval(value: Interval) -> str:

@@ -439,3 +439,38 @@ def db_tallies(
         for m, a, s, c, cid, n, k, na, ka in session.execute(cstmt)
     ]
     return tallies, ctallies
+
+
+def scoring_versions(session: Session, run_ids: Iterable[str]) -> dict[int, int]:
+    """Scoring version -> scored records it judged, over ``run_ids`` (NULL is version 1)."""
+    stmt = (
+        sa_select(col(Record.scoring_version), func.count())
+        .where(
+            col(Record.run_id).in_(list(run_ids)),
+            col(Record.status) == "ok",
+            col(Record.strict).is_not(None),
+        )
+        .group_by(col(Record.scoring_version))
+    )
+    out: dict[int, int] = {}
+    for version, n in session.execute(stmt):
+        key = int(version) if version is not None else 1
+        out[key] = out.get(key, 0) + int(n)
+    return out
+
+
+def file_scoring_versions(data: dict[str, Any]) -> dict[int, int]:
+    """The same for a results file (a ``cvb-results/1`` record is version 1)."""
+    out: dict[int, int] = {}
+    for r in data.get("records", []):
+        if r.get("status") == "ok":
+            key = int(r.get("scoring_version") or 1)
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def run_scenario_ids(session: Session, run_ids: Iterable[str]) -> list[str]:
+    stmt = (
+        sa_select(col(Record.scenario_id)).where(col(Record.run_id).in_(list(run_ids))).distinct()
+    )
+    return [str(s) for (s,) in session.execute(stmt)]
