@@ -24,6 +24,8 @@ W016   warning   imperative wording in the task or stated tests (they are quoted
                  the incentivized prompt, which stays free of orders)
 E015   error     an IVR problem without stated tests, source or reference
                  solution, or with a constraint that has no ``exec`` check
+E017   error     a CVB scenario with fewer than 2 or more than 4 constraints
+                 (DESIGN §3; IVR problems are exempt)
 =====  ========  ===============================================================
 """
 
@@ -142,8 +144,11 @@ def _budget(scenario: Scenario) -> float:
     return min(SAMPLE_TIME_BUDGET_S + EXEC_SAMPLE_BUDGET_S * executed, MAX_SAMPLE_BUDGET_S)
 
 
+MIN_CONSTRAINTS, MAX_CONSTRAINTS = 2, 4
+
+
 def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> list[Finding]:
-    """Rules that concern one scenario on its own (E004, E008–E011, W013, W014)."""
+    """Rules that concern one scenario on its own (E004, E008–E011, W013, W014, E017)."""
     findings: list[Finding] = []
     sc = item.scenario
     path = str(item.path)
@@ -181,6 +186,16 @@ def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> lis
             )
     if sc.category == "ivr":
         findings.extend(_ivr_findings(item))
+    elif not MIN_CONSTRAINTS <= len(sc.constraints) <= MAX_CONSTRAINTS:
+        findings.append(
+            Finding(
+                path,
+                item.line_of("constraints"),
+                "E017",
+                f"a CVB scenario has {MIN_CONSTRAINTS}–{MAX_CONSTRAINTS} constraints; this one has "
+                f"{len(sc.constraints)}",
+            )
+        )
     if deadline is None:
         deadline = time.monotonic() + _budget(sc)
     for ci, constraint in enumerate(sc.constraints):

@@ -91,6 +91,8 @@ Codes = str | tuple[str, ...]
 
 #: fixture stem -> (expected code or codes, acceptable line or lines)
 EXPECTED: dict[str, tuple[Codes, Lines]] = {
+    # E017: a CVB scenario with fewer than 2 constraints
+    "one-constraint": ("E017", 10),
     # E001: not readable as safe, plain YAML
     "alias-bomb": ("E001", 6),
     "binary": ("E001", 1),
