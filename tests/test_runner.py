@@ -1083,3 +1083,100 @@ def test_concurrency_bounds_requests_in_flight(
     assert outcome.progress.ok == 21
     assert peak <= concurrency
     assert peak == concurrency  # and the bound is actually used
+
+
+# --------------------------------------------------------------------------- answer outcomes
+
+
+def _completion(content: str, finish: str = "stop", **message: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-outcomes",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m-a",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, **message},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+def test_outcomes_reasoning_and_truncation_are_stored_and_reported(
+    tmp_path: Path, valid_text: str, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cold refuses (no code: it honors nothing, not even the "no requests" constraint);
+    mandated answers with its reasoning in a separate field; incentivized is a reasoning
+    model cut off by max_tokens inside its reasoning (content empty: an answer without
+    code, not an API failure)."""
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, per_category=1, categories=["library-choice"])
+    index = prompt_index(scenarios)
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        arm = cell_of(request, index)[2]
+        if arm == "cold":
+            return _completion("I'm sorry, but I can't help with that.")
+        if arm == "mandated":
+            return _completion(COMPLIANT, reasoning_content="use httpx with a timeout")
+        return _completion("", "length", reasoning_content="Let me think about retries and")
+
+    with FakeOpenAI(models=["m-a"], reply=reply) as fake:
+        outcome = execute(options(fake.base_url, scenarios, db_url, run_id="outcomes"))
+    assert outcome.status == "finished" and outcome.progress.errors == 0
+    rows = query(
+        db_url,
+        "SELECT arm, outcome, truncated, reasoning, strict, n_honored, scoring_version "
+        "FROM record WHERE run_id = :r ORDER BY arm",
+        r="outcomes",
+    )
+    by_arm = {r[0]: tuple(r[1:]) for r in rows}
+    assert by_arm["cold"] == ("no-code", False, None, False, 0, 2)
+    assert by_arm["mandated"] == ("answered", False, "use httpx with a timeout", True, 2, 2)
+    assert by_arm["incentivized"] == (
+        "no-code",
+        True,
+        "Let me think about retries and",
+        False,
+        0,
+        2,
+    )
+
+    assert runner.cli.main(["report", "outcomes", "--db", db_url]) == 0
+    md = capsys.readouterr().out
+    assert "## Answer outcomes" in md
+    assert "| m-a | cold | 0.000 | 0.000 | 1.000 | 0.000 | – | – |" in md
+    assert "| m-a | mandated | 1.000 | 0.000 | 0.000 | 0.000 | 1.000 (1/1) | 1.000 |" in md
+    assert "| m-a | incentivized | 0.000 | 0.000 | 1.000 | 1.000 | – | – |" in md
+    assert "Judged by older rules" not in md
+
+    out_json = tmp_path / "o.json"
+    assert runner.cli.main(["report", "outcomes", "--db", db_url, "--json", str(out_json)]) == 0
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    assert data["format"] == "cvb-results/2"
+    got = {r["arm"]: (r["outcome"], r["truncated"], r["reasoning"]) for r in data["records"]}
+    assert got["incentivized"] == ("no-code", True, "Let me think about retries and")
+    assert all(r["scoring_version"] == 2 for r in data["records"])
+
+
+def test_a_run_judged_by_older_rules_says_so_until_rescored(
+    tmp_path: Path, valid_text: str, sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, per_category=1, categories=["library-choice"])
+    with FakeOpenAI(models=["m-a"], reply=lambda _r: COMPLIANT) as fake:
+        execute(options(fake.base_url, scenarios, sqlite_url, run_id="old"))
+    engine = get_engine(sqlite_url)
+    with engine.begin() as conn:  # as a store migrated from schema 2 holds them
+        conn.execute(sqlalchemy.text("UPDATE record SET scoring_version = NULL, outcome = NULL"))
+    assert runner.cli.main(["report", "old", "--db", sqlite_url]) == 0
+    assert "Judged by older rules" in capsys.readouterr().out
+    argv = ["score", "old", "--db", sqlite_url, "--scenarios", str(scenarios)]
+    assert runner.cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "3 had been judged by older scoring rules" in out
+    assert runner.cli.main(["report", "old", "--db", sqlite_url]) == 0
+    assert "Judged by older rules" not in capsys.readouterr().out
