@@ -36,19 +36,25 @@ def main(argv: list[str] | None = None) -> int:
 
     library = load_library(args.scenarios)
     results = measure(load_corpus(args.corpus), library)
-    print(f"{'scenario / constraint':<66} {'n':>4} {'tp':>3} {'fp':>3} {'fn':>3} "
-          f"{'prec':>6} {'rec':>6} {'f1':>6}")
+    print(
+        f"{'scenario / constraint':<66} {'n':>4} {'tp':>3} {'fp':>3} {'fn':>3} "
+        f"{'prec':>6} {'rec':>6} {'f1':>6}"
+    )
     for (sid, cid), c in sorted(results.items()):
-        print(f"{sid + ' / ' + cid:<66} {c.n:>4} {c.tp:>3} {c.fp:>3} {c.fn:>3} "
-              f"{c.precision:>6.3f} {c.recall:>6.3f} {c.f1:>6.3f}")
+        print(
+            f"{sid + ' / ' + cid:<66} {c.n:>4} {c.tp:>3} {c.fp:>3} {c.fn:>3} "
+            f"{c.precision:>6.3f} {c.recall:>6.3f} {c.f1:>6.3f}"
+        )
         if args.misses:
             for label in c.missed:
                 print(f"    missed       {label}")
             for label in c.false_alarms:
                 print(f"    false alarm  {label}")
     total = overall(results)
-    print(f"{'overall':<66} {total.n:>4} {total.tp:>3} {total.fp:>3} {total.fn:>3} "
-          f"{total.precision:>6.3f} {total.recall:>6.3f} {total.f1:>6.3f}")
+    print(
+        f"{'overall':<66} {total.n:>4} {total.tp:>3} {total.fp:>3} {total.fn:>3} "
+        f"{total.precision:>6.3f} {total.recall:>6.3f} {total.f1:>6.3f}"
+    )
     shipped = {
         (sid, c.id)
         for sid, item in library.items()
@@ -57,15 +63,23 @@ def main(argv: list[str] | None = None) -> int:
     }
     uncovered = sorted(shipped - set(results))
     thin = sorted(k for k, c in results.items() if c.n < 8)
-    print(f"constraints: {len(results)} measured, {len(uncovered)} CVB constraints without "
-          f"samples, {len(thin)} with fewer than 8")
+    print(
+        f"constraints: {len(results)} measured, {len(uncovered)} CVB constraints without "
+        f"samples, {len(thin)} with fewer than 8"
+    )
     if args.record:
         floors = {
-            f"{sid}/{cid}": {"precision": round(c.precision, 3), "recall": round(c.recall, 3), "n": c.n}
+            f"{sid}/{cid}": {
+                "precision": round(c.precision, 3),
+                "recall": round(c.recall, 3),
+                "n": c.n,
+            }
             for (sid, cid), c in sorted(results.items())
         }
         floors["overall"] = {
-            "precision": round(total.precision, 3), "recall": round(total.recall, 3), "n": total.n
+            "precision": round(total.precision, 3),
+            "recall": round(total.recall, 3),
+            "n": total.n,
         }
         FLOORS.write_text(json.dumps(floors, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {FLOORS}")
