@@ -5,7 +5,7 @@ library (streamlit, plotly, pygments) — a test enforces it.
 """
 
 from cvb_engine.checks import CheckKind, CheckResult, Span, Subject, get_kind, registry
-from cvb_engine.extract import extract_code
+from cvb_engine.extract import OUTCOMES, Extraction, extract, extract_code
 from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
 from cvb_engine.metrics import RecordRow, Summary, summarize, summarize_rows
 from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
@@ -21,16 +21,19 @@ from cvb_engine.scenario import (
     load_library,
     load_text,
 )
-from cvb_engine.scoring import Scored, score_code, score_response
+from cvb_engine.scoring import SCORING_VERSION, Scored, score_code, score_response
 
 __all__ = [
     "ARMS",
     "CANARY",
     "CATEGORIES",
     "CVB_CATEGORIES",
+    "OUTCOMES",
     "PROMPT_VERSION",
+    "SCORING_VERSION",
     "CheckKind",
     "CheckResult",
+    "Extraction",
     "Finding",
     "LoadedScenario",
     "RecordRow",
@@ -41,6 +44,7 @@ __all__ = [
     "Subject",
     "Summary",
     "build_messages",
+    "extract",
     "extract_code",
     "get_kind",
     "has_errors",

@@ -159,3 +159,36 @@ def test_empty_summary() -> None:
     page = html_report(summarize_rows([]), reference=None)
     parse(page)
     assert "No scored records." in page
+
+
+def test_outcomes_older_rules_and_limitations() -> None:
+    from cvb_engine.report import ReportNotes, markdown
+
+    rows = [
+        RecordRow("m", "s1", "security", "cold", "ok", False, {"c1": False}, outcome="no-code"),
+        RecordRow("m", "s1", "security", "cold", "ok", True, {"c1": True}, outcome="answered"),
+        RecordRow(
+            "m",
+            "s1",
+            "security",
+            "cold",
+            "ok",
+            False,
+            {"c1": False},
+            outcome="unparseable",
+            truncated=True,
+        ),
+        RecordRow("m", "s1", "security", "cold", "ok", True, {"c1": True}, outcome="answered"),
+    ]
+    summary = summarize_rows(rows)
+    notes = ReportNotes({1: 3, 2: 1}, (("s1", "c1", "Only <b>syntax</b> is seen."),))
+    page = html_report(summary, notes=notes, reference=None)
+    assert "<h2>Answer outcomes</h2>" in page
+    assert "<td>0.500</td><td>0.250</td><td>0.250</td><td>0.250</td><td>1.000 (2/2)</td>" in page
+    assert "Judged by older rules" in page and "3 scored record(s)" in page
+    assert "Only &lt;b&gt;syntax&lt;/b&gt; is seen." in page
+    md = markdown(summary, notes=notes)
+    assert "| m | cold | 0.500 | 0.250 | 0.250 | 0.250 | 1.000 (2/2) | 1.000 |" in md
+    assert "- `s1` / `c1`: Only <b>syntax</b> is seen." in md
+    clean = html_report(summary, notes=ReportNotes({2: 4}), reference=None)
+    assert "Judged by older rules" not in clean and "Limitations of the checks" not in clean
