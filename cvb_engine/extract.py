@@ -114,7 +114,9 @@ def _strip_reasoning(text: str) -> _Answer:
             return _Answer("", "\n".join(reasoning), open_reasoning=True)
         text = "\n".join(finals)
         text = _HARMONY_MARK.sub("", text)
-    elif _BARE_ANALYSIS.match(text):
+    elif _BARE_ANALYSIS.match(text) or (
+        _BARE_FINAL in text and text.lstrip().lower().startswith("analysis")
+    ):
         at = text.rfind(_BARE_FINAL)
         if at < 0:
             return _Answer("", text, open_reasoning=True)

@@ -141,6 +141,14 @@ SHAPES = [
         "os.system",
     ),
     (
+        "harmony-bare-spaced",
+        f"analysis We need a runner.assistantfinal {_fenced(SOLUTION)}",
+        None,
+        "answered",
+        "def run",
+        "We need",
+    ),
+    (
         "list-indented-fence",
         f"1. Write the runner:\n\n{_fenced(SOLUTION, indent='   ')}\n2. Done.",
         None,
