@@ -58,7 +58,7 @@ import re
 import textwrap
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Outcome = Literal["answered", "unparseable", "no-code"]
@@ -605,6 +605,8 @@ class Extraction:
     outcome: Outcome
     reasoning: str | None = None
     answer: str = ""  # the reply without its reasoning (what ``scope: response`` checks read)
+    # The parsed solution when it parses (scoring reuses it rather than parse again).
+    tree: ast.Module | None = field(default=None, repr=False, compare=False)
 
 
 def extract(response: str, entry_point: str | None = None) -> Extraction:
@@ -625,16 +627,22 @@ def extract(response: str, entry_point: str | None = None) -> Extraction:
     else:
         code = _unfenced(answer, entry_point)
     code = code.strip("\n")
-    return Extraction(code, outcome_of(code), reasoning, answer)
+    tree = _parses(code) if code.strip() else None
+    return Extraction(code, outcome_from(code, tree), reasoning, answer, tree)
 
 
-def outcome_of(code: str) -> Outcome:
+def outcome_from(code: str, tree: ast.Module | None) -> Outcome:
+    """The outcome of ``code`` given its parse (None: it does not parse)."""
     if not code.strip():
         return "no-code"
-    tree = _parses(code)
     if tree is None:
         return "unparseable"
     return "answered" if _meaningful(tree) else "no-code"
+
+
+def outcome_of(code: str) -> Outcome:
+    """The outcome of already-extracted ``code``."""
+    return outcome_from(code, _parses(code) if code.strip() else None)
 
 
 def _outside_blocks(text: str, blocks: Iterable[Block]) -> str:

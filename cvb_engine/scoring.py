@@ -19,11 +19,12 @@ rules and ``cvb score`` can bring it up to date.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any
 
 from cvb_engine.checks.base import CheckKind, CheckResult, Subject, get_kind
-from cvb_engine.extract import Outcome, extract, outcome_of
+from cvb_engine.extract import Outcome, extract, outcome_from
 from cvb_engine.scenario import Scenario
 
 #: The rules that turn a reply into verdicts. 1: the first build (no outcomes;
@@ -141,14 +142,20 @@ def score_code(
     *,
     outcome: Outcome | None = None,
     truncated: bool = False,
+    tree: ast.Module | None = None,
 ) -> Scored:
     """Score already-extracted ``code`` against every constraint of ``scenario``.
 
-    ``outcome`` defaults to what ``code`` itself is (:func:`outcome_of`).
+    ``outcome`` defaults to what ``code`` itself is (parsed once, for the checks
+    too); ``tree`` is the parse of ``code`` when the caller has it.
     """
-    if outcome is None:
-        outcome = outcome_of(code)
     plan, every_check = _plan(scenario)
+    subject = Subject(code, code if response is None else response, {}, every_check)
+    if tree is not None:
+        subject._tree = tree
+    if outcome is None:
+        parsed = subject.tree if code.strip() else None
+        outcome = outcome_from(code, parsed if isinstance(parsed, ast.Module) else None)
     if outcome == "no-code":
         return Scored(
             code=code,
@@ -163,7 +170,6 @@ def score_code(
             outcome=outcome,
             truncated=truncated,
         )
-    subject = Subject(code, code if response is None else response, {}, every_check)
     verdicts = []
     for constraint_id, checks in plan:
         check_verdicts = []
@@ -203,6 +209,7 @@ def score_response(scenario: Scenario, response: str, finish_reason: str | None 
         found.answer,
         outcome=found.outcome,
         truncated=finish_reason == "length",
+        tree=found.tree,
     )
 
 
