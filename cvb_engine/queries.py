@@ -34,7 +34,10 @@ from cvb_engine.metrics import (
     ivr,
     summarize,
 )
-from cvb_engine.results import db_tallies
+from cvb_engine.report import OUTCOME_HEADER, ReportNotes, limitations_of, outcome_rows
+from cvb_engine.results import db_tallies, run_scenario_ids, scoring_versions
+from cvb_engine.scenario import ScenarioError, load_library
+from cvb_engine.scoring import SCORING_VERSION
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run
 
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "data" / "reference"
@@ -144,6 +147,8 @@ class Aggregates:
     scenario_category: dict[str, str]
     n_records: int
     n_errors: int
+    # scoring version -> scored records it judged (1: NULL, before answer outcomes)
+    scoring_versions: dict[int, int] = field(default_factory=dict)
 
     @property
     def n_scored(self) -> int:
@@ -152,6 +157,16 @@ class Aggregates:
     @property
     def scenarios(self) -> list[str]:
         return sorted(self.scenario_category)
+
+    @property
+    def older_rules_text(self) -> str | None:
+        """The warning that some scored records were judged by older scoring rules, or None."""
+        return ReportNotes(self.scoring_versions).older_rules_text()
+
+    def outcome_table(self) -> list[dict[str, str]]:
+        """The reports' answer-outcome rows (:func:`cvb_engine.report.outcome_rows`), keyed by
+        :data:`cvb_engine.report.OUTCOME_HEADER`: one per model × arm with scored records."""
+        return [dict(zip(OUTCOME_HEADER, row, strict=True)) for row in outcome_rows(self.summary)]
 
 
 def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
@@ -165,7 +180,31 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
         scenario_category={t.scenario_id: t.category for t in tallies},
         n_records=sum(t.n_scored + t.n_errors for t in tallies),
         n_errors=sum(t.n_errors for t in tallies),
+        scoring_versions=scoring_versions(session, ids) if ids else {},
     )
+
+
+def report_notes(
+    session: Session, run_ids: Iterable[str], scenarios_root: str | Path | None
+) -> ReportNotes:
+    """What the Markdown and HTML reports of ``run_ids`` say besides the metrics (as
+    ``cvb report`` does): the scoring versions of their records and the stated limitations
+    of their scenarios' constraints, read from the library under ``scenarios_root``.
+
+    A library that is not there or does not load gives no limitations: an export never
+    fails for want of its notes.
+    """
+    ids = sorted(set(run_ids))
+    if not ids:
+        return ReportNotes()
+    limitations: tuple[tuple[str, str, str], ...] = ()
+    if scenarios_root is not None and Path(scenarios_root).is_dir():
+        try:
+            library = load_library(scenarios_root)
+        except ScenarioError:
+            library = {}
+        limitations = limitations_of(library, run_scenario_ids(session, ids))
+    return ReportNotes(scoring_versions(session, ids), limitations)
 
 
 def _arms(summary: Summary) -> list[str]:
@@ -403,10 +442,25 @@ class CellRecord:
     messages_sha256: str
     scenario_sha256: str
     constraints: tuple[ConstraintView, ...]
+    # answered | unparseable | no-code; None for an error record or one scored before outcomes
+    outcome: str | None = None
+    truncated: bool = False  # the endpoint stopped at max_tokens (finish_reason "length")
+    reasoning: str | None = None  # the endpoint's separate reasoning field, never scored
+    scoring_version: int | None = None  # None: version 1, before outcomes
 
     @property
     def violated(self) -> list[str]:
         return [c.constraint_id for c in self.constraints if not c.honored]
+
+    @property
+    def older_rules(self) -> bool:
+        """Scored by rules older than this cvb's (re-scoring may change its verdicts)."""
+        return self.status == "ok" and self.strict is not None and self.rules < SCORING_VERSION
+
+    @property
+    def rules(self) -> int:
+        """The scoring version that judged the record (a NULL one is version 1)."""
+        return self.scoring_version if self.scoring_version is not None else 1
 
 
 def split_span(text: str, line: int, col: int, length: int) -> list[tuple[int, int, int]]:
@@ -535,6 +589,10 @@ def cell_records(
             messages_sha256=r.messages_sha256,
             scenario_sha256=r.scenario_sha256,
             constraints=views,
+            outcome=r.outcome,
+            truncated=bool(r.truncated),
+            reasoning=r.reasoning or None,
+            scoring_version=r.scoring_version,
         )
     order = {a: i for i, a in enumerate(ARM_ORDER)}
     return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))

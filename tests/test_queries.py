@@ -16,6 +16,7 @@ from sqlmodel import Session
 from cvb_engine import queries as q
 from cvb_engine.metrics import ivr, summarize_rows
 from cvb_engine.prompts import PROMPT_VERSION
+from cvb_engine.report import ReportNotes
 from cvb_engine.results import db_ivr_rows, export_results, rows_from_results, save_scores
 from cvb_engine.scenario import load_text
 from cvb_engine.scoring import score_response
@@ -265,3 +266,91 @@ def test_reference_errors_are_named(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"format": "other"}), encoding="utf-8")
     with pytest.raises(q.ReferenceFileError, match="format"):
         q.load_reference(bad)
+
+
+REFUSAL = "I'm sorry, but I can't help with that."
+UNPARSEABLE = "```python\nimport httpx\n\n\ndef f(url:\n    return httpx.get(url)\n```"
+
+
+def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_path: Path) -> None:
+    """Outcome rows as the reports write them, the scoring versions of the scored
+    records (NULL counts as version 1, error records not at all), the cell's outcome
+    fields, and the notes of an export (limitations of the run's scenarios only)."""
+    loaded = load_text(valid_text)
+    scenario = loaded.scenario
+    # (scenario, arm, rep, reply or None for an API error, finish reason, reasoning)
+    cells = [
+        ("http-client-choice", "cold", 0, REFUSAL, "stop", None),
+        ("http-client-choice", "mandated", 0, GOOD, "length", "think: httpx, timeout"),
+        ("http-client-choice", "incentivized", 0, UNPARSEABLE, "stop", None),
+        ("http-client-choice", "incentivized", 1, NO_TIMEOUT, "stop", None),
+        ("http-client-choice", "cold", 1, None, None, None),
+    ]
+    with Session(get_engine(db_url)) as session:
+        _add_run(session, "o")
+        session.commit()
+        for sid, arm, rep, reply, finish, reasoning in cells:
+            record = Record(
+                run_id="o", model="m", scenario_id=sid, scenario_version=1,
+                scenario_sha256="x", category="library-choice", arm=arm, rep=rep,
+                status="ok" if reply is not None else "error", response=reply,
+                finish_reason=finish, reasoning=reasoning, messages_sha256="m",
+                prompt_version=PROMPT_VERSION,
+            )  # fmt: skip
+            session.add(record)
+            session.flush()
+            if reply is not None:
+                save_scores(session, record, score_response(scenario, reply, finish))
+        session.commit()
+        agg = q.aggregates(session, ["o"])
+        assert agg.scoring_versions == {2: 4} and agg.older_rules_text is None
+        table = {r["arm"]: r for r in agg.outcome_table()}
+        assert list(table) == ["cold", "mandated", "incentivized"]
+        assert table["cold"]["no code"] == "1.000" and table["cold"]["strict among answered"] == "–"
+        assert table["mandated"]["truncated"] == "1.000"
+        assert table["incentivized"]["unparseable"] == "0.500"
+        assert table["incentivized"]["strict among answered"] == "0.000 (0/1)"
+        assert table["incentivized"]["per-constraint among answered"] == "0.500"
+
+        cell = q.cell_records(session, "o", "m", "http-client-choice", 0)
+        assert cell["cold"].outcome == "no-code" and cell["cold"].reasoning is None
+        mandated = cell["mandated"]
+        assert (mandated.outcome, mandated.truncated) == ("answered", True)
+        assert mandated.reasoning == "think: httpx, timeout" and not mandated.older_rules
+        assert cell["incentivized"].outcome == "unparseable"
+        errored = q.cell_records(session, "o", "m", "http-client-choice", 1)["cold"]
+        assert errored.outcome is None and not errored.older_rules
+
+        # a record scored before outcomes (as a store migrated from schema 2 holds it)
+        old = session.get(Record, mandated.id)
+        assert old is not None
+        old.scoring_version = None
+        session.add(old)
+        session.commit()
+        agg = q.aggregates(session, ["o"])
+        assert agg.scoring_versions == {1: 1, 2: 3}
+        assert agg.older_rules_text is not None and agg.older_rules_text.startswith(
+            "1 scored record(s) were judged by older scoring rules (version 1;"
+        )
+        again = q.cell_records(session, "o", "m", "http-client-choice", 0)["mandated"]
+        assert again.older_rules and again.rules == 1
+
+        library = tmp_path / "scenarios"
+        (library / "library-choice").mkdir(parents=True)
+        (library / "library-choice" / "http-client-choice.yaml").write_text(
+            valid_text.replace(
+                "    text: The gateway team measured",
+                "    limitations: A Client-level timeout is not seen.\n"
+                "    text: The gateway team measured",
+            ),
+            encoding="utf-8",
+        )
+        notes = q.report_notes(session, ["o"], library)
+        assert notes.scoring_versions == {1: 1, 2: 3}
+        assert notes.limitations == (
+            ("http-client-choice", "timeout-set", "A Client-level timeout is not seen."),
+        )
+        assert q.report_notes(session, ["o"], tmp_path / "nowhere").limitations == ()
+        (library / "library-choice" / "broken.yaml").write_text("id: [", encoding="utf-8")
+        assert q.report_notes(session, ["o"], library).limitations == ()
+        assert q.report_notes(session, [], library) == ReportNotes()

@@ -1,4 +1,5 @@
-"""Results: pick runs; read arm accuracy, the gap with its CI, breakdowns, one cell side by side.
+"""Results: pick runs; read arm accuracy, the gap with its CI, answer outcomes, breakdowns,
+one cell side by side.
 
 The page only lays things out. Figures come from :mod:`cvb_engine.queries`
 (aggregated in SQL, the engine's own metric functions) through bounded caches
@@ -24,7 +25,14 @@ from sqlmodel import Session
 from cvb_engine import build_messages, load_file, messages_sha256
 from cvb_engine import queries as q
 from cvb_engine.metrics import IVRSummary, Rate, Summary
-from cvb_engine.report import fmt_gap, ivr_markdown, markdown, records_csv
+from cvb_engine.report import (
+    OUTCOMES_NOTE,
+    ReportNotes,
+    fmt_gap,
+    ivr_markdown,
+    markdown,
+    records_csv,
+)
 from cvb_engine.report_html import ARM_COLORS, html_report
 from cvb_engine.results import export_results
 from cvb_engine.store import session_scope
@@ -50,6 +58,7 @@ CSS = """<style>
 .cvb-badge.ok{color:#1a7f37;background:#dafbe1;border-color:#aceebb}
 .cvb-badge.bad{color:#cf222e;background:#ffebe9;border-color:#ffcecb}
 .cvb-badge.err{color:#9a6700;background:#fff8c5;border-color:#eac54f}
+.cvb-badge.out{color:#57606a;background:#f6f8fa;border-color:#d0d7de}
 .cvb-why{font-family:system-ui,sans-serif;font-size:12px;color:#57606a;margin:0 0 6px;padding:0;
   list-style:none}
 .cvb-why li{margin:2px 0} .cvb-why code{font-size:11.5px;color:#cf222e;background:#fff5f5;
@@ -131,22 +140,30 @@ def prompts_for(root: str, scenario_id: str) -> dict[str, Any] | None:
     return {"path": str(paths[0]), "sha256": loaded.sha256, "arms": arms}
 
 
-def _summary_and_ivr(
-    url: str, run_ids: tuple[str, ...]
-) -> tuple[Summary, dict[tuple[str, str], IVRSummary]]:
+def _report_inputs(
+    url: str, run_ids: tuple[str, ...], root: str
+) -> tuple[Summary, dict[tuple[str, str], IVRSummary], ReportNotes]:
     with session_scope(url) as session:
-        return q.aggregates(session, run_ids).summary, q.ivr_results(session, run_ids)
+        return (
+            q.aggregates(session, run_ids).summary,
+            q.ivr_results(session, run_ids),
+            q.report_notes(session, run_ids, root),
+        )
 
 
-def markdown_export(url: str, run_ids: tuple[str, ...], title: str, meta: dict[str, str]) -> str:
-    summary_, ivr_ = _summary_and_ivr(url, run_ids)
-    text = markdown(summary_, title=title, meta=meta)
+def markdown_export(
+    url: str, run_ids: tuple[str, ...], root: str, title: str, meta: dict[str, str]
+) -> str:
+    summary_, ivr_, notes = _report_inputs(url, run_ids, root)
+    text = markdown(summary_, title=title, meta=meta, notes=notes)
     return text + ("\n" + ivr_markdown(ivr_) if ivr_ else "") + "\n"
 
 
-def html_export(url: str, run_ids: tuple[str, ...], title: str, meta: dict[str, str]) -> str:
-    summary_, ivr_ = _summary_and_ivr(url, run_ids)
-    return html_report(summary_, title=title, meta=meta, ivr_results=ivr_)
+def html_export(
+    url: str, run_ids: tuple[str, ...], root: str, title: str, meta: dict[str, str]
+) -> str:
+    summary_, ivr_, notes = _report_inputs(url, run_ids, root)
+    return html_report(summary_, title=title, meta=meta, ivr_results=ivr_, notes=notes)
 
 
 def json_export(url: str, run_id: str) -> str:
@@ -238,6 +255,8 @@ st.caption(
     f"records · {agg.n_errors:,} error record(s) (API failures, excluded from every denominator)"
     + (f" · still running: {', '.join(live)} (figures refresh as records arrive)" if live else "")
 )
+if agg.older_rules_text:
+    st.warning(agg.older_rules_text, icon=":material/history:")
 if not summary.models:
     st.warning("These runs have no scored records yet.")
     st.stop()
@@ -298,6 +317,27 @@ if tabs[OVERVIEW].open:
             "`k/n scored · e err`: strictly accurate / scored records, and error records "
             "(API failures) that are left out of the rate."
         )
+
+        outcome_table = agg.outcome_table()
+        if outcome_table:
+            st.subheader("Answer outcomes")
+            st.dataframe(
+                outcome_table,
+                hide_index=True,
+                width="stretch",
+                column_config={
+                    "truncated": st.column_config.TextColumn(
+                        help="share stopped at max_tokens (any outcome)"
+                    ),
+                    "strict among answered": st.column_config.TextColumn(
+                        help="strictly accurate / answered records"
+                    ),
+                    "per-constraint among answered": st.column_config.TextColumn(
+                        help="honored (record, constraint) pairs of answered records"
+                    ),
+                },
+            )
+            st.caption(OUTCOMES_NOTE)
 
         st.subheader("Per-constraint accuracy")
         cl, cr = st.columns([1, 1], gap="medium")
@@ -478,12 +518,32 @@ if tabs[BREAKDOWNS].open:
 # --------------------------------------------------------------------------- side by side
 
 
+OUTCOME_WORDS = {"answered": "answered", "unparseable": "unparseable", "no-code": "no code"}
+
+
 def badges_html(record: q.CellRecord) -> str:
     if record.status != "ok":
         return (
             '<div class="cvb-badges"><span class="cvb-badge err">API error: not scored</span></div>'
         )
     out = ['<div class="cvb-badges">']
+    if record.outcome is not None:
+        cls = "out" if record.outcome == "answered" else "bad"
+        word = OUTCOME_WORDS.get(record.outcome, record.outcome)
+        out.append(
+            f'<span class="cvb-badge {cls}" data-outcome="{html.escape(record.outcome)}" '
+            f'title="answer outcome">{html.escape(word)}</span>'
+        )
+    if record.truncated:
+        out.append(
+            '<span class="cvb-badge err" data-outcome="truncated" '
+            'title="the endpoint stopped at max_tokens">truncated</span>'
+        )
+    if record.older_rules:
+        out.append(
+            f'<span class="cvb-badge err" data-scoring="{record.rules}" title="judged by older '
+            f'scoring rules: re-score the run">scoring v{record.rules} · older rules</span>'
+        )
     for c in record.constraints:
         cls, mark, word = ("ok", "✓", "honored") if c.honored else ("bad", "✗", "violated")
         out.append(
@@ -527,6 +587,8 @@ def show_record(record: q.CellRecord | None, arm: str) -> None:
     verdict = (
         ":green[:material/check_circle: every constraint honored]"
         if record.strict
+        else f":red[:material/cancel: no code in the reply: honors none of {n} constraint(s)]"
+        if record.outcome == "no-code"
         else f":red[:material/cancel: violates {bad} of {n} constraint(s)]"
     )
     st.markdown(verdict)
@@ -538,6 +600,9 @@ def show_record(record: q.CellRecord | None, arm: str) -> None:
             st.html(code_html(record.response, response_marks))
         else:
             st.text(record.response)
+    if record.reasoning:
+        with st.expander("Reasoning (separate field, not scored)"):
+            st.code(record.reasoning, language=None, wrap_lines=True)
     tokens = f"{record.prompt_tokens or 0}+{record.completion_tokens or 0} tokens"
     latency = f"{record.latency_s:.2f} s" if record.latency_s is not None else "–"
     st.caption(f"record {record.id} · {latency} · {tokens} · finish {record.finish_reason or '–'}")
@@ -753,11 +818,12 @@ if tabs[EXPORTS].open:
         prompt_versions = sorted({by_id[r].prompt_version for r in run_ids})
         meta = {"run": ", ".join(run_ids), "prompt version": ", ".join(prompt_versions)}
         title = f"CVB results: {', '.join(run_ids)}"
+        scenario_root = str(state.scenarios_root())
         stem = "-".join(run_ids) if len(run_ids) <= 3 else f"{run_ids[0]}-and-{len(run_ids) - 1}"
         e1, e2, e3, e4 = st.columns(4)
         e1.download_button(
             "Markdown report",
-            partial(markdown_export, url, run_ids, title, meta),
+            partial(markdown_export, url, run_ids, scenario_root, title, meta),
             file_name=f"{stem}.md",
             mime="text/markdown",
             key="results_dl_md",
@@ -787,7 +853,7 @@ if tabs[EXPORTS].open:
         )
         e4.download_button(
             "HTML report",
-            partial(html_export, url, run_ids, title, meta),
+            partial(html_export, url, run_ids, scenario_root, title, meta),
             file_name=f"{stem}.html",
             mime="text/html",
             key="results_dl_html",
@@ -797,7 +863,9 @@ if tabs[EXPORTS].open:
         )
         st.caption(
             f"**Markdown**: the tables of `cvb report` (strict accuracy with the gap and its CI, "
-            "per-constraint accuracy, counts, by category). **JSON**: every record of "
+            "answer outcomes, per-constraint accuracy, counts, by category), whether older "
+            "scoring rules judged some records, and the stated limitations of the checks of "
+            f"the runs' scenarios under `{scenario_root}`. **JSON**: every record of "
             f"{export_run} with its verdicts and evidence (`cvb-results/2`, what "
             "`cvb report FILE.json` reads back). **CSV**: one row per record. **HTML**: one "
             "self-contained file with inline SVG charts and the published reference figures, "

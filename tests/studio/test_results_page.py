@@ -292,7 +292,7 @@ def test_overview_numbers_equal_cvb_report(
         assert shown["gap [95% CI]"] == row[4]
 
     cons_md = md_table(md, "Per-constraint accuracy")
-    cons = table(at, "model", "per-constraint")
+    cons = table(at, "model", "cold per-constraint")
     for row in cons_md[1:]:
         shown = cons[cons["model"] == row[0]].iloc[0]
         for arm, cell in zip(cons_md[0][1:], row[1:], strict=True):
@@ -381,10 +381,8 @@ def test_compare_runs_shows_per_model_deltas(store: Filled) -> None:
     assert any(f["layout"]["title"]["text"].startswith(RUN_ID_B) for f in figures(at))
 
 
-def test_exports_produce_valid_files(
-    store: Filled, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each download button builds its file on click (a deferred callable): call them here."""
+def capture_downloads(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """File name -> the deferred callable each download button registers (filled on run)."""
     from streamlit.runtime.media_file_manager import MediaFileManager
 
     deferred: dict[str, Any] = {}
@@ -395,6 +393,14 @@ def test_exports_produce_valid_files(
         return original(self, data_callable, mimetype, coordinates, **kw)
 
     monkeypatch.setattr(MediaFileManager, "add_deferred", capture)
+    return deferred
+
+
+def test_exports_produce_valid_files(
+    store: Filled, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each download button builds its file on click (a deferred callable): call them here."""
+    deferred = capture_downloads(monkeypatch)
     at = start(view="Exports")
     labels = [d.proto.label for d in at.get("download_button")]
     assert labels == ["Markdown report", "Results file (JSON)", "Records (CSV)", "HTML report"]
@@ -442,3 +448,192 @@ def test_ivr_view_appears_with_ivr_problems(
     assert "| m-b | incentivized | 100.0% (14/14) | 0.571 [" in page
     assert "PUBLISHED" in page and "Claude Sonnet 4.6" in page and "54.5%" in page
     dispose_engines()
+
+
+# --------------------------------------------------------------------------- answer outcomes
+
+OUTCOMES_RUN = "results-outcomes"
+# Markup and Markdown in the reasoning: it must reach the page as plain text.
+REASONING = "Use <b>httpx</b> with a *timeout*, not requests. <script>alert(1)</script>"
+UNPARSEABLE = "```python\nimport httpx\n\n\ndef fetch_json(url:\n    return httpx.get(url)\n```\n"
+REFUSAL = "I'm sorry, but I can't help with that."
+LIMITATION = "A timeout set on a shared Client is not seen by this regex."
+OLDER_RULES_CELL = ("library-choice-1", "mandated")
+
+
+def _message(content: str, finish: str = "stop", **extra: Any) -> dict[str, Any]:
+    """A whole chat completion (FakeOpenAI sends a dict reply as it is)."""
+    return {
+        "id": "chatcmpl-outcomes",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m-o",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, **extra},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+@pytest.fixture(scope="module")
+def outcomes_filled(tmp_path_factory: pytest.TempPathFactory) -> Filled:
+    """One model, 7 scenarios, 3 arms, one repetition, stored by a real run.
+
+    cold refuses (no code) everywhere; mandated complies, with its reasoning in a
+    separate field; incentivized writes code that does not parse on security-1, is
+    cut off by max_tokens after complete, compliant code on concurrency-1, and forgets
+    the timeout elsewhere. One record (library-choice-1, mandated) is then marked as
+    scored before outcomes existed (scoring_version NULL, as a migrated store holds it).
+    """
+    import os
+    import sqlite3
+
+    tmp_path = tmp_path_factory.mktemp("outcomes")
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios)
+    for path in scenarios.glob("*/*.yaml"):  # timeout-set states what its check cannot see
+        text = path.read_text(encoding="utf-8")
+        marker = "    text: The gateway team measured"
+        line = next(x for x in text.splitlines() if x.startswith(marker))
+        path.write_text(
+            text.replace(line, f"{line}\n    limitations: {LIMITATION}"), encoding="utf-8"
+        )
+    index = {
+        messages_sha256(build_messages(item.scenario, arm)): (sid, arm)
+        for sid, item in load_library(scenarios).items()
+        for arm in ARMS
+    }
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        sid, arm = index[messages_sha256(request["messages"])]
+        if arm == "cold":
+            return _message(REFUSAL)
+        if arm == "mandated":
+            return _message(COMPLIANT, reasoning_content=REASONING)
+        if sid == "security-1":
+            return _message(UNPARSEABLE)
+        if sid == "concurrency-1":
+            return _message(COMPLIANT, "length")
+        return _message(PARTIAL)
+
+    db = tmp_path / "cvb.db"
+    db_url = f"sqlite:///{db}"
+    os.environ[KEY_VAR] = "sk-results-test"
+    with FakeOpenAI(models=["m-o"], reply=reply) as fake:
+        options = RunOptions(
+            scenarios=str(scenarios),
+            models=["m-o"],
+            runs=1,
+            base_url=fake.base_url,
+            api_key_env=KEY_VAR,
+            db=db_url,
+            run_id=OUTCOMES_RUN,
+            concurrency=4,
+            timeout_s=10.0,
+            max_attempts=1,
+        )
+        assert asyncio.run(BenchmarkRun(options).execute()).status == "finished"
+    dispose_engines()
+    with sqlite3.connect(db) as con:
+        con.execute(
+            "UPDATE record SET scoring_version = NULL WHERE scenario_id = ? AND arm = ?",
+            OLDER_RULES_CELL,
+        )
+    return Filled(db_url, scenarios, (OUTCOMES_RUN,))
+
+
+@pytest.fixture
+def outcomes_store(outcomes_filled: Filled, monkeypatch: pytest.MonkeyPatch) -> Iterator[Filled]:
+    monkeypatch.setenv("CVB_DATABASE_URL", outcomes_filled.db_url)
+    monkeypatch.setenv("CVB_SCENARIOS", str(outcomes_filled.scenarios))
+    yield outcomes_filled
+    dispose_engines()
+
+
+def test_overview_shows_answer_outcomes_and_the_older_rules_banner(
+    outcomes_store: Filled, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at = start(run_ids=(OUTCOMES_RUN,))
+    outcomes = table(at, "model", "unparseable")
+    assert list(outcomes.columns) == [
+        "model",
+        "arm",
+        "answered",
+        "unparseable",
+        "no code",
+        "truncated",
+        "strict among answered",
+        "per-constraint among answered",
+    ]
+    rows = {r["arm"]: list(r)[2:] for _, r in outcomes.iterrows()}
+    assert list(rows) == ["cold", "mandated", "incentivized"]
+    assert rows["cold"] == ["0.000", "0.000", "1.000", "0.000", "–", "–"]
+    assert rows["mandated"] == ["1.000", "0.000", "0.000", "0.000", "1.000 (7/7)", "1.000"]
+    # 6 answered (one truncated, compliant; five without a timeout), 1 unparseable
+    assert rows["incentivized"] == ["0.857", "0.143", "0.000", "0.143", "0.167 (1/6)", "0.583"]
+    # the same rows as `cvb report`
+    md_rows = md_table(
+        report_markdown(outcomes_store.db_url, OUTCOMES_RUN, capsys), "Answer outcomes"
+    )
+    assert [list(r) for _, r in outcomes.iterrows()] == md_rows[1:]
+    assert any(c.value.startswith("Outcome of each scored record") for c in at.caption)
+
+    warnings = [w.value for w in at.warning]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("1 scored record(s) were judged by older scoring rules")
+    assert "version 1;" in warnings[0] and "cvb score RUN_ID" in warnings[0]
+
+
+def test_no_banner_when_every_record_is_judged_by_current_rules(store: Filled) -> None:
+    at = start()
+    assert not any("older scoring rules" in w.value for w in at.warning)
+
+
+def test_side_by_side_shows_outcome_badges_and_the_reasoning_as_plain_text(
+    outcomes_store: Filled,
+) -> None:
+    at = start(run_ids=(OUTCOMES_RUN,), view="Side by side")
+    at.selectbox(key="results_sbs_scenario").select("concurrency-1")
+    run(at)
+    badges = html(at)
+    assert '<span class="cvb-badge bad" data-outcome="no-code" title="answer outcome">no code' in (
+        badges
+    )
+    assert badges.count('data-outcome="answered"') == 2  # mandated and incentivized
+    assert badges.count('data-outcome="truncated"') == 1  # incentivized, cut at max_tokens
+    assert "data-scoring" not in badges
+    assert any("no code in the reply: honors none of 2" in m.value for m in at.markdown)
+    # The reasoning: in a collapsed expander, as plain text (never HTML or Markdown).
+    expanders = [e for e in at.expander if e.label.startswith("Reasoning")]
+    assert len(expanders) == 1  # only mandated sent one
+    assert not expanders[0].proto.expanded
+    assert [c.value for c in expanders[0].code] == [REASONING]
+    assert "<script" not in badges and "<b>httpx" not in badges
+    assert not any("httpx" in m.value and "<b>" in m.value for m in at.markdown)
+
+    at.selectbox(key="results_sbs_scenario").select("security-1")
+    run(at)
+    assert html(at).count('data-outcome="unparseable"') == 1
+    at.selectbox(key="results_sbs_scenario").select(OLDER_RULES_CELL[0])
+    run(at)
+    page = html(at)
+    assert page.count('data-scoring="1"') == 1
+    assert "scoring v1 · older rules" in page
+
+
+def test_exports_carry_the_scoring_versions_and_limitations(
+    outcomes_store: Filled, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deferred = capture_downloads(monkeypatch)
+    start(run_ids=(OUTCOMES_RUN,), view="Exports")
+    md = deferred[f"{OUTCOMES_RUN}.md"]()
+    assert "> **Judged by older rules.** 1 scored record(s)" in md
+    assert "## Answer outcomes" in md and "## Limitations of the checks" in md
+    assert f"- `concurrency-1` / `timeout-set`: {LIMITATION}" in md
+    page = deferred[f"{OUTCOMES_RUN}.html"]()
+    assert "Judged by older rules." in page and "1 scored record(s)" in page
+    assert LIMITATION in page
