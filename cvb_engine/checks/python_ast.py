@@ -11,21 +11,92 @@ Five rules, chosen by ``rule``:
 - ``forbid-construct``: a syntactic construct such as a bare ``except:``.
 
 Names are resolved through the imports of the code, so ``import subprocess as
-sp; sp.run(...)`` is a call to ``subprocess.run``. A call on a receiver that
-cannot be resolved (``cur.execute``, ``self.conn.execute``) gets a name that
-starts with ``*.`` followed by the attribute chain, e.g. ``*.conn.execute``; a
-receiver name that is never bound anywhere in the code is taken to be a module
-used without its import (snippets often omit imports), so ``os.system(...)``
-without ``import os`` is still ``os.system``. Entries of ``names`` are exact
-dotted names (``subprocess.run``), prefix wildcards (``requests.*``) or suffix
-wildcards (``*.execute``).
+sp; sp.run(...)`` is a call to ``subprocess.run``. A receiver name that is
+never bound anywhere in the code is taken to be a module used without its
+import (snippets often omit imports), so ``os.system(...)`` without ``import
+os`` is still ``os.system``.
+
+Receivers bound to a known object. A call on a local name (or parameter)
+that stands for a known object continues that object's name:
+
+- a name bound once (in the scope it belongs to) to the result of a call of a
+  resolved name, awaited or not: ``client = httpx.Client()``, ``conn = await
+  aiosqlite.connect(p)``;
+- the target of ``with`` / ``async with`` on such a call: ``async with
+  aiohttp.ClientSession() as s`` (what ``__enter__`` returns is taken to be
+  the object itself, as it is for clients, sessions, files and locks);
+- a name annotated once with a resolved name, whatever its bindings (a
+  parameter ``client: httpx.Client``, ``s: "requests.Session" = make()``;
+  ``Optional[X]``, ``Union[X, None]``, ``X | None`` and ``Annotated[X, ...]``
+  declare ``X``; a string annotation is parsed).
+
+The object is named by what was called or declared, so ``client.get(u)`` is
+``httpx.Client.get``, ``s.get(u)`` is ``requests.Session.get``, and ``cur =
+conn.cursor(); cur.execute(q)`` after ``conn = sqlite3.connect(p)`` is
+``sqlite3.connect.cursor.execute``. A resolved name is only one that comes from
+an import or from a module used without its import: the code's own functions
+and classes (``c = make()``) and anything else stay unknown. Any other call on
+a receiver that cannot be resolved (``cur.execute`` on a parameter,
+``self.conn.execute``) gets a name that starts with ``*.`` followed by the
+attribute chain, e.g. ``*.conn.execute``.
+
+Entries of ``names`` are exact dotted names (``subprocess.run``), prefix
+wildcards (``requests.*``) or suffix wildcards (``*.execute``). An exact name
+matches that name only: ``requests.get`` never matches ``requests.Session.get``
+(name it, or ``requests.Session.*``, to mean the method). A prefix wildcard
+matches everything under it, methods of known objects included:
+``requests.*`` matches ``s.get()`` after ``s = requests.Session()``, and also
+``r.json()`` after ``r = requests.get(u)`` (``requests.get.json``); with
+argument conditions, prefer exact names. A suffix wildcard matches any call
+whose attribute chain ends so, on a known object or not: ``*.execute``
+matches ``conn.execute(q)`` whether ``conn`` is unknown or
+``sqlite3.connect(p)``.
+
+Values through names. Conditions on an argument's value (``keyword``,
+``keyword_in``, ``keyword_not``, ``keyword_none_or_missing``,
+``keyword_not_in``) compare the literal a call passes, or, for a plain name,
+the literal it is bound to when the name is bound exactly once in its scope
+(found as Python finds it: the innermost enclosing scope that binds it, class
+bodies not seen from their methods) by an assignment (``use_shell = True``,
+module-level ``TIMEOUT = None``, ``VERIFY: bool = False``), followed through
+further such names (``A = True; B = A``). For ``keyword_not_in`` a name bound
+once to a dotted name stands for it (``loader = yaml.Loader``). A name bound
+more than once, or by anything but an assignment (a parameter, a loop, a
+``with``, an import, ``:=``), one declared ``global`` / ``nonlocal`` anywhere,
+or a module-level name in a module with a star import, stays unknown, as any
+other expression: a forbid never fires on a guess.
+
+Dicts unpacked into ``**kwargs``. A splat of a dict that says what it holds
+passes its entries as keywords, for every condition (``missing_keyword:
+[timeout]`` is not met by ``**{"timeout": 5}``): a dict literal with only
+string keys, a call of the builtin ``dict`` with keywords only, or a name
+bound once to either that is never mutated — not subscripted as an
+assignment target (``opts["shell"] = True``, ``del opts["x"]``), nor called
+``update``, ``setdefault``, ``pop``, ``popitem``, ``clear`` on, anywhere in
+the code, under that name or a name it was followed through. A dict passed to
+a function that changes it, or changed through another alias, is not seen.
+Any other splat (``**kwargs`` of a parameter, ``**self.opts``, a dict with a
+``**`` of its own) hides what it passes.
+
+Keyword values. ``keyword`` asks for one literal, ``keyword_in`` for one of
+several; ``missing_keyword`` counts a keyword as passed whatever its value,
+while ``keyword_none_or_missing`` also counts ``timeout=None`` (or a name bound
+once to None) as missing, for keywords where None means "no limit".
+
+Calls in one function. ``same_function_as: [names]`` ties a call to another:
+the function body holding it — the innermost ``def`` or ``lambda``, or the
+module's top level; class bodies and comprehensions belong to the body around
+them — also holds another call matching one of ``names``; with ``before:
+true`` that call comes after it in the source (position order, not flow), so
+``require-call os.fsync`` with ``same_function_as: [os.replace], before:
+true`` asks for an fsync in the same function as, and ahead of, a replace.
 
 Only the syntax tree is inspected: names in comments, docstrings and strings
-never count, nothing is evaluated, and only literal constants are compared.
-The tree is walked once per :class:`Subject`; the result is shared by every
-``python-ast`` check of that subject through ``subject.cache``. The walk sets
-aside expressions that cannot bind a name and walks them only when a call rule
-(or a dynamic import) could find a call in them (see :class:`_Walker`).
+never count, and nothing is evaluated. The tree is walked once per
+:class:`Subject`; the result is shared by every ``python-ast`` check of that
+subject through ``subject.cache``. The walk sets aside expressions that cannot
+bind a name and walks them only when a call rule (or a dynamic import) could
+find a call in them (see :class:`_Walker`).
 """
 
 from __future__ import annotations
@@ -82,15 +153,35 @@ _MUTABLE_FACTORIES = frozenset({"list", "dict", "set"})
 _BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})
 # Bounds the recursion of the string classifier; deeper expressions are "other".
 _MAX_EXPR_DEPTH = 50
+# Bounds how far names are followed to a value or an object (a = b; b = c ...),
+# which also ends cycles (a = a.b()); and the length of a string annotation parsed.
+_MAX_RECEIVER_DEPTH = 8
+_MAX_ANNOTATION_TEXT = 200
+# What a name's single binding must be for the name to stand for a known object.
+_RECEIVER_VALUES = (ast.Call, ast.Await, ast.withitem)
+_TYPE_WRAPPERS = frozenset(
+    f"{module}.{name}"
+    for module in ("typing", "typing_extensions")
+    for name in ("Optional", "Union", "Annotated")
+) | frozenset({"Optional", "Union", "Annotated"})
+# Methods that change a dict in place; a dict splatted through a name on which one
+# is called anywhere is not known (nor one subscripted as an assignment target).
+_DICT_MUTATORS = frozenset(
+    {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__"}
+)
+_MUTATOR_WORDS = tuple(sorted(_DICT_MUTATORS))
 _MAX_LISTED = 3
 
 
 class Where(BaseModel):
     """Conditions on a call for ``forbid-call`` / ``require-call``.
 
-    A call matches only when every condition given holds. A ``**kwargs`` (or
-    ``*args``) splat hides what it passes: a condition that depends on such a
-    hidden argument does not hold, so a forbid never fires on a guess.
+    A call matches only when every condition given holds. An argument's value
+    is what the call passes, or, for a plain name bound once in its scope to a
+    literal (``use_shell = True``), that literal (see the module docstring). A
+    ``**kwargs`` (or ``*args``) splat hides what it passes, unless it is a dict
+    literal or a name bound once to one and never mutated: a condition that
+    depends on a hidden argument does not hold, so a forbid never fires on a guess.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -100,12 +191,22 @@ class Where(BaseModel):
         description="the call passes each keyword with exactly this literal value "
         "(shell: true matches shell=True)",
     )
+    keyword_in: dict[str, list[LiteralValue]] = Field(
+        default_factory=dict,
+        description="the call passes each keyword with one of these literal values "
+        "(mode: [w, a] matches mode='a')",
+    )
     keyword_not: dict[str, LiteralValue] = Field(
         default_factory=dict,
         description="each keyword is absent, or its value is not this literal",
     )
     missing_keyword: list[str] = Field(
         default_factory=list, description="none of these keywords is passed"
+    )
+    keyword_none_or_missing: list[str] = Field(
+        default_factory=list,
+        description="each of these keywords is not passed, or passed as None "
+        "(timeout=None counts as no timeout)",
     )
     keyword_not_in: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -140,18 +241,33 @@ class Where(BaseModel):
         "dynamically built string: f-string with a placeholder, % format, + with a "
         "non-literal, .format(), or a name assigned one",
     )
+    same_function_as: list[str] = Field(
+        default_factory=list,
+        description="the function body holding the call (the innermost def or lambda, or "
+        "the module's top level) also holds another call matching one of these names",
+    )
+    before: bool = Field(
+        default=False,
+        description="with same_function_as: that other call comes after this one in the "
+        "source (os.fsync before os.replace)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         named = (
             set(self.keyword)
+            | set(self.keyword_in)
             | set(self.keyword_not)
             | set(self.missing_keyword)
+            | set(self.keyword_none_or_missing)
             | set(self.keyword_not_in)
         )
         bad = sorted(k for k in named | set(self.positional) if not k.isidentifier())
         if bad:
             raise ValueError(f"not a keyword name: {', '.join(bad)}")
+        empty = sorted(k for k, values in self.keyword_in.items() if not values)
+        if empty:
+            raise ValueError(f"keyword_in lists no value for {', '.join(empty)}")
         unused = sorted(
             k
             for k, index in self.positional.items()
@@ -165,6 +281,11 @@ class Where(BaseModel):
         low, high = self.min_args, self.max_args
         if low is not None and high is not None and low > high:
             raise ValueError("min_args is greater than max_args")
+        names = [n for n in self.same_function_as if not _NAME_PATTERN.fullmatch(n)]
+        if names:
+            raise ValueError(f"same_function_as: not a dotted name or wildcard: {', '.join(names)}")
+        if self.before and not self.same_function_as:
+            raise ValueError("before needs same_function_as")
         return self
 
 
@@ -241,28 +362,52 @@ class _Scope:
     position; ``strings`` follows the walk, so it describes the names as they
     stand at the point being visited (the walker logs every change, so that
     the state at an earlier point can be recovered).
+
+    ``single`` maps each local name to what its one binding binds it to: the
+    value of its only assignment (``x = ...``, ``x: T = ...``) or the
+    ``with``-item whose target it is; None when the name is bound more than
+    once or by anything else (a parameter, a loop, an import...). ``annotated``
+    holds the annotation of a name annotated once (parameters included).
+    ``body`` is the function body the scope belongs to: itself for a function
+    or the module, the enclosing one for a class body or a comprehension.
     """
 
-    __slots__ = ("chain", "imports", "is_class", "locals", "parent", "strings")
+    __slots__ = (
+        "annotated",
+        "body",
+        "chain",
+        "imports",
+        "is_class",
+        "locals",
+        "parent",
+        "single",
+        "strings",
+    )
 
     def __init__(
         self,
         parent: _Scope | None,
         is_class: bool = False,
         local_names: Iterable[str] = (),
+        function: bool = False,
     ) -> None:
         self.parent = parent
         self.is_class = is_class
         self.imports: dict[str, str] = {}
         self.locals = set(local_names)
         self.strings = dict.fromkeys(self.locals, "other")
+        self.single: dict[str, ast.expr | ast.withitem | None] = dict.fromkeys(self.locals)
+        self.annotated: dict[str, ast.expr | None] | None = None
         # The scopes a name is looked up in, innermost first. Python's rule: a
         # class body is visible to itself, not to what it encloses.
         self.chain: tuple[_Scope, ...]
+        self.body: _Scope
         if parent is None:
             self.chain = (self,)
+            self.body = self
         else:
             self.chain = (self, *(parent.chain[1:] if parent.is_class else parent.chain))
+            self.body = self if function else parent.body
 
     def binding(self, name: str) -> tuple[str | None, bool]:
         """The dotted name ``name`` is imported as, and whether a local binding hides it."""
@@ -272,6 +417,22 @@ class _Scope:
             if name in scope.locals:
                 return None, True
         return None, False
+
+    def owner(self, name: str) -> _Scope | None:
+        """The scope whose local binding ``name`` refers to here (None: an import or unbound)."""
+        for scope in self.chain:
+            if name in scope.imports:
+                return None
+            if name in scope.locals:
+                return scope
+        return None
+
+    def annotate(self, name: str, annotation: ast.expr) -> None:
+        annotated = self.annotated
+        if annotated is None:
+            self.annotated = {name: annotation}
+        else:
+            annotated[name] = None if name in annotated else annotation
 
     def string_kind(self, name: str) -> str:
         for scope in self.chain:
@@ -299,12 +460,20 @@ class _Import:
 
 @dataclass(slots=True)
 class _Args:
-    """A call's arguments as the ``where`` conditions see them."""
+    """A call's arguments as the ``where`` conditions see them.
+
+    ``pending`` holds the splats (``**opts``, ``**dict(...)``) that are still to
+    be looked up (:meth:`_Analysis.arguments` does it, then sets it to None); ``scopes``
+    the scope of each keyword that came from a dict bound in another scope, in
+    which its value's names are to be looked up.
+    """
 
     plain: list[ast.expr]
     star: bool
     keywords: dict[str, ast.expr]
     kw_splat: bool
+    pending: list[ast.expr] | None = None
+    scopes: dict[str, _Scope] | None = None
 
 
 @dataclass(slots=True)
@@ -419,6 +588,10 @@ def _augmented_kind(old: str, op: ast.operator, value: ast.expr, lookup: _String
     return "other"
 
 
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def _mutable_default(node: ast.expr) -> bool:
     if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
         return True
@@ -465,8 +638,36 @@ def _param_names(args: ast.arguments) -> list[str]:
     return list(map(_ARG_NAME, args.args))
 
 
+def _dict_entries(node: ast.expr) -> dict[str, ast.expr] | None:
+    """The entries of a dict that says what it holds: a literal with only string keys
+    (``{"shell": True}``) or ``dict(shell=True)``; None for any other expression.
+
+    Whether ``dict`` is the builtin is for the caller to say.
+    """
+    kind = type(node)
+    if kind is ast.Dict:
+        assert isinstance(node, ast.Dict)
+        entries: dict[str, ast.expr] = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            entries[key.value] = value  # a later duplicate key wins, as in Python
+        return entries
+    if kind is ast.Call:
+        assert isinstance(node, ast.Call)
+        if (
+            type(node.func) is ast.Name
+            and node.func.id == "dict"
+            and not node.args
+            and all(kw.arg is not None for kw in node.keywords)
+        ):
+            return {str(kw.arg): kw.value for kw in node.keywords}
+    return None
+
+
 def _call_args(call: _Call) -> _Args:
-    """The arguments of ``call``, sorted out once, when a rule first looks at them."""
+    """The arguments of ``call`` as written, sorted out once, when first looked at;
+    :meth:`_Analysis.arguments` adds what named splats pass."""
     if call.args is not None:
         return call.args
     node = call.node
@@ -477,19 +678,22 @@ def _call_args(call: _Call) -> _Args:
         plain.append(arg)
     keywords: dict[str, ast.expr] = {}
     kw_splat = False
+    pending: list[ast.expr] | None = None
     for kw in node.keywords:
         if kw.arg is not None:
             keywords[kw.arg] = kw.value
-        elif isinstance(kw.value, ast.Dict) and all(
-            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in kw.value.keys
-        ):
+            continue
+        value = kw.value
+        entries = _dict_entries(value) if type(value) is ast.Dict else None
+        if entries is not None:
             # A literal dict splat, **{"shell": True}, says what it passes.
-            for key, value in zip(kw.value.keys, kw.value.values, strict=True):
-                if isinstance(key, ast.Constant):
-                    keywords.setdefault(str(key.value), value)
+            for key, entry in entries.items():
+                keywords.setdefault(key, entry)
+        elif type(value) is ast.Name or type(value) is ast.Call:
+            pending = [value] if pending is None else [*pending, value]
         else:
             kw_splat = True
-    call.args = _Args(plain, len(plain) < len(node.args), keywords, kw_splat)
+    call.args = _Args(plain, len(plain) < len(node.args), keywords, kw_splat, pending)
     return call.args
 
 
@@ -536,6 +740,13 @@ class _Walker:
         # it (other than the component itself).
         self.aliases: dict[str, list[str]] = {}
         self.bound: set[str] = set()
+        # Names declared global or nonlocal somewhere, and names subscripted as an
+        # assignment target (opts["shell"] = True) somewhere: their single
+        # bindings say nothing (see _Analysis.single).
+        self.declared: set[str] = set()
+        self.mutated: set[str] = set()
+        # The function, class and module scopes, in the order they were made.
+        self.scopes: list[_Scope] = [self.module_scope]
         self.markers = markers
         self.deferred: list[_Deferred] = []
         # The clock orders the walk: it ticks at each call and each deferral, and
@@ -647,9 +858,13 @@ class _Walker:
 
     # bindings
 
-    def _bind(self, name: str, scope: _Scope) -> None:
+    def _bind(self, name: str, scope: _Scope, value: ast.expr | ast.withitem | None = None) -> None:
+        """Record a binding of ``name``; ``value``: what an assignment or a ``with``
+        binds it to (None for any other binding)."""
         scope.locals.add(name)
         self.bound.add(name)
+        single = scope.single
+        single[name] = None if name in single else value
 
     def _write(self, scope: _Scope, name: str, kind: str) -> None:
         if not self.strings:
@@ -685,7 +900,10 @@ class _Walker:
         kind = _string_kind(node.value, ctx.scope.string_kind) if self.strings else ""
         self._expr(node.value, ctx)
         for target in node.targets:
-            self._target(target, ctx)
+            if isinstance(target, ast.Name):
+                self._bind(target.id, ctx.scope, node.value)
+            else:
+                self._target(target, ctx)
         for target in node.targets:
             if isinstance(target, ast.Name):
                 self._write(ctx.scope, target.id, kind)
@@ -696,7 +914,17 @@ class _Walker:
         kind = None
         if self.strings and isinstance(node.target, ast.Name) and node.value is not None:
             kind = _string_kind(node.value, ctx.scope.string_kind)
-        self._target(node.target, ctx)
+        target = node.target
+        if isinstance(target, ast.Name):
+            scope = ctx.scope
+            scope.annotate(target.id, node.annotation)
+            if node.value is not None:
+                self._bind(target.id, scope, node.value)
+            else:  # a declaration, not a binding: the name is local all the same
+                scope.locals.add(target.id)
+                self.bound.add(target.id)
+        else:
+            self._target(target, ctx)
         self._expr(node.annotation, ctx)
         if node.value is not None:
             self._expr(node.value, ctx)
@@ -750,8 +978,9 @@ class _Walker:
             )
         names = _param_names(args)
         self.bound.update(names)
-        scope = _Scope(ctx.scope, False, names)
+        scope = _Scope(ctx.scope, False, names, function=True)
         if not isinstance(node, ast.Lambda):
+            self.scopes.append(scope)
             self._bind(node.name, ctx.scope)
         labels = _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else None
         return _Ctx(labels or _FUNCTION_LABELS, scope)
@@ -762,11 +991,12 @@ class _Walker:
             self._expr(decorator, ctx)
         if node.returns is not None:
             self._expr(node.returns, ctx)
-        self._arguments(node.args, ctx)
+        self._arguments(node.args, ctx, inner.scope)
         self._block(node.body, inner)
 
-    def _arguments(self, args: ast.arguments, ctx: _Ctx) -> None:
-        """Annotations and defaults, in the order of the fields of ``ast.arguments``."""
+    def _arguments(self, args: ast.arguments, ctx: _Ctx, inner: _Scope) -> None:
+        """Annotations and defaults, in the order of the fields of ``ast.arguments``;
+        the annotations of the parameters are recorded in the body's scope ``inner``."""
         if not (
             args.defaults
             or args.kw_defaults
@@ -779,11 +1009,13 @@ class _Walker:
             return  # plain parameters: nothing to walk
         for arg in (*args.posonlyargs, *args.args):
             if arg.annotation is not None:
+                inner.annotate(arg.arg, arg.annotation)
                 self._expr(arg.annotation, ctx)
         if args.vararg is not None and args.vararg.annotation is not None:
             self._expr(args.vararg.annotation, ctx)
         for arg in args.kwonlyargs:
             if arg.annotation is not None:
+                inner.annotate(arg.arg, arg.annotation)
                 self._expr(arg.annotation, ctx)
         for default in args.kw_defaults:
             if default is not None:
@@ -796,6 +1028,7 @@ class _Walker:
     def _class_def(self, node: ast.ClassDef, ctx: _Ctx) -> None:
         self._bind(node.name, ctx.scope)
         inner = _Ctx(ctx.labels, _Scope(parent=ctx.scope, is_class=True))
+        self.scopes.append(inner.scope)
         for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
             self._expr(expr, ctx)
         self._block(node.body, inner)
@@ -834,9 +1067,13 @@ class _Walker:
         targets = []
         for item in node.items:
             self._expr(item.context_expr, inner)
-            if item.optional_vars is not None:
-                self._target(item.optional_vars, inner)
-                targets.append(item.optional_vars)
+            target = item.optional_vars
+            if target is not None:
+                if isinstance(target, ast.Name):
+                    self._bind(target.id, inner.scope, item)
+                else:
+                    self._target(target, inner)
+                targets.append(target)
         self._forget(targets, ctx.scope)
         self._block(node.body, inner)
 
@@ -844,6 +1081,10 @@ class _Walker:
 
     def _global(self, node: ast.Global, ctx: _Ctx) -> None:
         self.constructs["global-statement"].append(node)
+        self.declared.update(node.names)
+
+    def _nonlocal(self, node: ast.Nonlocal, ctx: _Ctx) -> None:
+        self.declared.update(node.names)
 
     def _assert(self, node: ast.Assert, ctx: _Ctx) -> None:
         self.constructs["assert-statement"].append(node)
@@ -925,7 +1166,10 @@ class _Walker:
         return [(node.left, ctx), (node.right, ctx)]
 
     def _visit_Subscript(self, node: ast.Subscript, ctx: _Ctx) -> list[_Task]:
-        return [(node.value, ctx), (node.slice, ctx)]
+        value = node.value
+        if type(node.ctx) is not ast.Load and isinstance(value, ast.Name):
+            self.mutated.add(value.id)  # opts["shell"] = True, del opts["check"]
+        return [(value, ctx), (node.slice, ctx)]
 
     def _visit_Tuple(self, node: ast.Tuple | ast.List, ctx: _Ctx) -> list[_Task]:
         return [(elt, ctx) for elt in node.elts]
@@ -1020,7 +1264,7 @@ _STATEMENTS: dict[type, Callable[[_Walker, Any, _Ctx], None]] = {
     ast.Import: _Walker._import,
     ast.ImportFrom: _Walker._import_from,
     ast.Global: _Walker._global,
-    ast.Nonlocal: _Walker._nothing,
+    ast.Nonlocal: _Walker._nonlocal,
     ast.Expr: _Walker._expression_statement,
     ast.Pass: _Walker._nothing,
     ast.Break: _Walker._nothing,
@@ -1065,7 +1309,7 @@ class _Analysis:
         self._dynamic_imports: list[tuple[tuple[int, int], _Import]] = []
         self.imports: list[_Import] = []
         self.calls: list[_Call] = []
-        self._needed: set[tuple[str, ...]] = set()
+        self._needed: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
         self._by_line: dict[int, list[_Deferred]] | None = None
         # Spans by node id; holding the tree keeps the ids unique.
         self._tree = tree
@@ -1083,32 +1327,44 @@ class _Analysis:
                 target = args.plain[0] if args.plain else args.keywords.get("name")
                 if isinstance(target, ast.Constant) and isinstance(target.value, str):
                     self._dynamic_imports.append((call.rank, _Import(target.value, call.node)))
-        self.calls.extend(calls)
-        self.calls.sort(key=_call_order)
+        # A new list, not the old one extended: a rule that holds the old one while
+        # a condition makes the analysis walk more (see :meth:`mutated`) iterates on.
+        merged = [*self.calls, *calls]
+        merged.sort(key=_call_order)
+        self.calls = merged
         if len(self._dynamic_imports) > dynamic:
             self._dynamic_imports.sort(key=lambda pair: pair[0])
             imports = [*self._static_imports, *(imp for _, imp in self._dynamic_imports)]
             self.imports = sorted(imports, key=_import_position)
 
-    def need(self, words: tuple[str, ...]) -> None:
+    def need(self, words: tuple[str, ...], prefixes: tuple[str, ...] = ()) -> None:
         """Walk the deferred expressions that may hold a call whose resolved name has
         one of ``words`` as its last component (or, for ``a.*``, its first).
 
         Such a call names the word itself, as an attribute or a name, or calls a
         name imported as something with that word in it (``from subprocess
         import run as r; r()``); either way a word of the call's own text,
-        which lies on the lines of the expression that holds it.
+        which lies on the lines of the expression that holds it. A call on a
+        receiver bound to a known object (``s = requests.Session(); s.get()``)
+        names its object's words only where the receiver is bound: for the
+        words of ``a.*`` patterns, ``prefixes``, the lines that name such a
+        receiver are walked too.
         """
         walker = self._walker
-        if words in self._needed or not walker.deferred:
+        key = (words, prefixes)
+        if key in self._needed or not walker.deferred:
             return
-        self._needed.add(words)
+        self._needed.add(key)
         names = set(words)
         aliases = walker.aliases
         for word in words:
             if word in aliases:
                 names.update(aliases[word])
         lines = self.lines_with(names)
+        if prefixes:
+            receivers = self._receivers_of(frozenset(prefixes))
+            if receivers:
+                lines |= self.lines_with(receivers, keywords=True)
         if not lines:
             return
         by_line = self._by_line
@@ -1128,6 +1384,21 @@ class _Analysis:
                     walker.walk_deferred(item)
         if len(walker.calls) > start:
             self._add_calls(walker.calls[start:])
+
+    def _receivers_of(self, words: frozenset[str]) -> set[str]:
+        """The local names bound to a known object whose dotted name has one of ``words``
+        as a component (``s`` for ``requests`` when ``s = requests.Session()``)."""
+        out: set[str] = set()
+        for scope in self._walker.scopes:
+            candidates = [n for n, v in scope.single.items() if type(v) in _RECEIVER_VALUES]
+            if scope.annotated:
+                candidates.extend(scope.annotated)
+            for name in candidates:
+                if name not in out:
+                    known = self.receiver(name, scope)
+                    if known is not None and not words.isdisjoint(known.split(".")):
+                        out.add(name)
+        return out
 
     def lines_with(self, words: Iterable[str], keywords: bool = False) -> set[int]:
         """The lines (1-based, as the parser counts them) on which any of ``words`` occurs.
@@ -1174,8 +1445,13 @@ class _Analysis:
         # in the "\n"-counted lines the studio shows.
         return [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", self.code))]
 
-    def resolve(self, expr: ast.expr, scope: _Scope) -> str | None:
-        """The dotted name of a Name/Attribute chain, resolved through the imports."""
+    def resolve(self, expr: ast.expr, scope: _Scope, depth: int = 0) -> str | None:
+        """The dotted name of a Name/Attribute chain, resolved through the imports.
+
+        A chain on a local name bound to a known object (see :meth:`receiver`)
+        continues that object's name: ``client.get`` is ``httpx.Client.get``
+        when ``client = httpx.Client()``.
+        """
         attrs: list[str] = []
         while isinstance(expr, ast.Attribute):
             attrs.append(expr.attr)
@@ -1188,9 +1464,193 @@ class _Analysis:
             qualified = self.flat_imports.get(expr.id)
         if qualified is None:
             if attrs and (hidden or expr.id in self.bound):
+                known = self.receiver(expr.id, scope, depth) if hidden else None
+                if known is not None:
+                    return ".".join([known, *attrs])
                 return "*." + ".".join(attrs)
             qualified = expr.id
         return ".".join([qualified, *attrs])
+
+    def known_name(self, expr: ast.expr, scope: _Scope, depth: int = 0) -> str | None:
+        """The resolved dotted name of ``expr`` when it names something imported (or a
+        module or builtin never bound in the code); None for anything local or unknown."""
+        if depth > _MAX_RECEIVER_DEPTH:
+            return None
+        if isinstance(expr, ast.Name):
+            qualified, hidden = scope.binding(expr.id)
+            if qualified is None and (
+                hidden or (expr.id in self.bound and expr.id not in self.flat_imports)
+            ):
+                return None  # a function or class of the code itself, or a variable
+        name = self.resolve(expr, scope, depth)
+        if name is None or name.startswith("*."):
+            return None
+        return name
+
+    def single(self, name: str, scope: _Scope) -> tuple[ast.expr | ast.withitem, _Scope] | None:
+        """What the one binding of the local ``name`` (as seen from ``scope``) binds it
+        to, and the scope that holds it; None when that is not known.
+
+        Not known: a name bound more than once in its scope, or by anything but
+        an assignment or a ``with``; a name declared ``global`` / ``nonlocal``
+        anywhere (another function may rebind it); a module-level name when the
+        module has a star import.
+        """
+        owner = scope.owner(name)
+        if owner is None:
+            return None
+        value = owner.single.get(name)
+        if value is None or name in self._walker.declared:
+            return None
+        if owner.parent is None and self.constructs["star-import"]:
+            return None
+        return value, owner
+
+    def follow(
+        self, node: ast.expr, scope: _Scope, names: list[str] | None = None
+    ) -> tuple[ast.expr, _Scope]:
+        """``node``, or, for a plain name bound once by an assignment, the value it
+        was assigned (followed through further such names), with its scope; the
+        names followed are added to ``names``."""
+        for _ in range(_MAX_RECEIVER_DEPTH):
+            if not isinstance(node, ast.Name):
+                break
+            found = self.single(node.id, scope)
+            if found is None or isinstance(found[0], ast.withitem):
+                break
+            if names is not None:
+                names.append(node.id)
+            node, scope = found[0], found[1]
+        return node, scope
+
+    def constant(self, node: ast.expr, scope: _Scope) -> tuple[bool, LiteralValue]:
+        """The scalar literal ``node`` passes, directly or through names (see :meth:`follow`)."""
+        if type(node) is ast.Name:
+            node, scope = self.follow(node, scope)
+        return _literal(node)
+
+    def receiver(self, name: str, scope: _Scope, depth: int = 0) -> str | None:
+        """The dotted name of the object the local ``name`` stands for, if known.
+
+        Known: a name annotated once in its scope with a resolved name
+        (``client: httpx.Client``, ``"requests.Session"``, ``Optional[X]``,
+        ``X | None``), else a name bound once to the result of a call of a
+        resolved name (``s = requests.Session()``, ``conn = await
+        aiosqlite.connect(p)``) or as the target of ``with`` / ``async with``
+        on such a call (the object ``__enter__`` gives is taken to be the one
+        called). The object is named by what was called: ``sqlite3.connect``
+        for ``conn = sqlite3.connect(p)``.
+        """
+        if depth > _MAX_RECEIVER_DEPTH:
+            return None
+        owner = scope.owner(name)
+        if owner is None or name in self._walker.declared:
+            return None
+        annotated = owner.annotated
+        if annotated is not None:
+            annotation = annotated.get(name)
+            if annotation is not None:
+                known = self._annotation_name(annotation, owner, depth + 1)
+                if known is not None:
+                    return known
+        found = self.single(name, owner)
+        if found is None:
+            return None
+        value = found[0]
+        if isinstance(value, ast.withitem):
+            value = value.context_expr
+        if type(value) is ast.Await:
+            assert isinstance(value, ast.Await)
+            value = value.value
+        if type(value) is not ast.Call:
+            return None
+        assert isinstance(value, ast.Call)
+        return self.known_name(value.func, owner, depth + 1)
+
+    def _annotation_name(self, node: ast.expr, scope: _Scope, depth: int) -> str | None:
+        """The resolved name an annotation declares: ``X``, ``"X"``, ``Optional[X]``,
+        ``Union[X, None]``, ``X | None``, ``Annotated[X, ...]``; None otherwise."""
+        for _ in range(_MAX_RECEIVER_DEPTH):
+            kind = type(node)
+            if kind is ast.Constant:
+                assert isinstance(node, ast.Constant)
+                text = node.value
+                if not isinstance(text, str) or len(text) > _MAX_ANNOTATION_TEXT:
+                    return None
+                try:
+                    node = ast.parse(text.strip(), mode="eval").body
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return None
+            elif kind is ast.BinOp:
+                assert isinstance(node, ast.BinOp)
+                if not isinstance(node.op, ast.BitOr):
+                    return None
+                parts = [p for p in (node.left, node.right) if not _is_none(p)]
+                if len(parts) != 1:
+                    return None
+                node = parts[0]
+            elif kind is ast.Subscript:
+                assert isinstance(node, ast.Subscript)
+                wrapper = self.known_name(node.value, scope, depth)
+                if wrapper is None or wrapper not in _TYPE_WRAPPERS:
+                    return None
+                inner = node.slice
+                elts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+                if wrapper.endswith("Annotated"):
+                    elts = elts[:1]
+                parts = [p for p in elts if not _is_none(p)]
+                if len(parts) != 1:
+                    return None
+                node = parts[0]
+            elif kind is ast.Name or kind is ast.Attribute:
+                return self.known_name(node, scope, depth)
+            else:
+                return None
+        return None
+
+    def arguments(self, call: _Call) -> _Args:
+        """The arguments of ``call``, splats of known dicts (``**opts`` where ``opts`` is
+        bound once to a dict literal or ``dict(...)`` and never mutated) included."""
+        args = _call_args(call)
+        pending = args.pending
+        if pending is None:
+            return args
+        args.pending = None
+        for splat in pending:
+            names: list[str] = []
+            node, scope = self.follow(splat, call.scope, names)
+            entries = _dict_entries(node)
+            if (
+                entries is None
+                or (isinstance(node, ast.Call) and self.known_name(node.func, scope) != "dict")
+                or not self.mutated.isdisjoint(names)
+            ):
+                args.kw_splat = True
+                continue
+            for key, value in entries.items():
+                if key not in args.keywords:
+                    args.keywords[key] = value
+                    if scope is not call.scope:
+                        if args.scopes is None:
+                            args.scopes = {}
+                        args.scopes[key] = scope
+        return args
+
+    @cached_property
+    def mutated(self) -> set[str]:
+        """Names that may hold a mutated dict: subscripted as an assignment target, or
+        whose ``update`` / ``setdefault`` / ``pop`` / ... method is called, anywhere."""
+        self.need(_MUTATOR_WORDS)
+        names = set(self._walker.mutated)
+        for call in self.calls:
+            func = call.node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in _DICT_MUTATORS
+                and isinstance(func.value, ast.Name)
+            ):
+                names.add(func.value.id)
+        return names
 
     def _line_bounds(self, lineno: int) -> tuple[int, int]:
         """Start offset and end offset (terminator excluded) of a parser line."""
@@ -1389,21 +1849,38 @@ def _require_import(params: Params, analysis: _Analysis) -> CheckResult:
     )
 
 
-_Argument: TypeAlias = tuple[Literal["present", "absent", "unknown"], ast.expr | None]
+_State: TypeAlias = Literal["present", "absent", "unknown"]
 
 
-def _argument(call: _Call, keyword: str, where: Where) -> _Argument:
-    """Find an argument passed by keyword or at its declared positional index."""
-    args = _call_args(call)
+@dataclass(slots=True)
+class _Argument:
+    """An argument a condition is about: whether it is passed, and its value with the
+    scope its names are to be looked up in."""
+
+    state: _State
+    node: ast.expr | None = None
+    scope: _Scope | None = None
+
+
+_ABSENT_ARGUMENT = _Argument("absent")
+_UNKNOWN_ARGUMENT = _Argument("unknown")
+
+
+def _argument(call: _Call, keyword: str, where: Where, analysis: _Analysis) -> _Argument:
+    """Find an argument passed by keyword (a known dict splat included) or at its
+    declared positional index."""
+    args = analysis.arguments(call)
     if keyword in args.keywords:
-        return "present", args.keywords[keyword]
+        scopes = args.scopes
+        scope = scopes.get(keyword, call.scope) if scopes is not None else call.scope
+        return _Argument("present", args.keywords[keyword], scope)
     index = where.positional.get(keyword)
     if index is not None:
         if index < len(args.plain):
-            return "present", args.plain[index]
+            return _Argument("present", args.plain[index], call.scope)
         if args.star:
-            return "unknown", None
-    return ("unknown", None) if args.kw_splat else ("absent", None)
+            return _UNKNOWN_ARGUMENT
+    return _UNKNOWN_ARGUMENT if args.kw_splat else _ABSENT_ARGUMENT
 
 
 def _literal(node: ast.expr) -> tuple[bool, LiteralValue]:
@@ -1428,28 +1905,32 @@ def _same_literal(found: LiteralValue, wanted: LiteralValue) -> bool:
     return type(found) is type(wanted) and found == wanted
 
 
-def _is_literal_value(node: ast.expr | None, wanted: LiteralValue) -> bool:
-    if node is None:
+def _is_one_of(arg: _Argument, wanted: Sequence[LiteralValue], analysis: _Analysis) -> bool:
+    """Whether the argument is passed as one of the literals ``wanted`` (through names)."""
+    if arg.node is None or arg.scope is None:
         return False
-    ok, value = _literal(node)
-    return ok and _same_literal(value, wanted)
+    ok, value = analysis.constant(arg.node, arg.scope)
+    return ok and any(_same_literal(value, w) for w in wanted)
 
 
-def _in_list(node: ast.expr, entries: list[str], call: _Call, analysis: _Analysis) -> bool:
+def _in_list(arg: _Argument, entries: list[str], analysis: _Analysis) -> bool:
+    if arg.node is None or arg.scope is None:
+        return False
+    node, scope = analysis.follow(arg.node, arg.scope)
     ok, value = _literal(node)
     if ok:
         texts = {repr(value)} | ({value} if isinstance(value, str) else set())
         if texts & set(entries):
             return True
     if isinstance(node, ast.Name | ast.Attribute):
-        name = analysis.resolve(node, call.scope)
+        name = analysis.resolve(node, scope)
         if name is not None:
             return any(_NAME_PATTERN.fullmatch(e) and _match_call_name(e, name) for e in entries)
     return False
 
 
 def _dynamic_argument(call: _Call, index: int, where: Where, analysis: _Analysis) -> bool:
-    args = _call_args(call)
+    args = analysis.arguments(call)
     if index < len(args.plain):
         return analysis.string_kind(args.plain[index], call) == "dynamic"
     return any(
@@ -1459,63 +1940,129 @@ def _dynamic_argument(call: _Call, index: int, where: Where, analysis: _Analysis
     )
 
 
-def _where_holds(where: Where, call: _Call, analysis: _Analysis) -> bool:
+_Companions: TypeAlias = dict[_Scope, list[_Call]]
+
+
+def _companions(where: Where, analysis: _Analysis) -> _Companions:
+    """The calls matching ``same_function_as``, by the function body that holds them."""
+    names = where.same_function_as
+    analysis.need(_call_words(names), _prefix_words(names))
+    out: _Companions = {}
+    for call in analysis.calls:
+        name = call.name
+        if name is not None and any(_match_call_name(p, name) for p in names):
+            body = call.scope.body
+            if body in out:
+                out[body].append(call)
+            else:
+                out[body] = [call]
+    return out
+
+
+def _beside(call: _Call, where: Where, companions: _Companions) -> bool:
+    """Whether another call of ``companions`` shares the body of ``call`` (and, with
+    ``before``, comes after it in the source)."""
+    others = companions.get(call.scope.body, ())
+    if where.before:
+        order = _call_order(call)
+        return any(_call_order(other) > order for other in others)
+    return any(other is not call for other in others)
+
+
+def _where_holds(
+    where: Where, call: _Call, analysis: _Analysis, companions: _Companions | None = None
+) -> bool:
     """Whether ``call`` meets every condition of ``where``."""
     for keyword, wanted in where.keyword.items():
-        state, node = _argument(call, keyword, where)
-        if state != "present" or not _is_literal_value(node, wanted):
+        arg = _argument(call, keyword, where, analysis)
+        if arg.state != "present" or not _is_one_of(arg, (wanted,), analysis):
+            return False
+    for keyword, values in where.keyword_in.items():
+        arg = _argument(call, keyword, where, analysis)
+        if arg.state != "present" or not _is_one_of(arg, values, analysis):
             return False
     for keyword, unwanted in where.keyword_not.items():
-        state, node = _argument(call, keyword, where)
-        if state == "unknown" or _is_literal_value(node, unwanted):
+        arg = _argument(call, keyword, where, analysis)
+        if arg.state == "unknown" or _is_one_of(arg, (unwanted,), analysis):
             return False
     for keyword in where.missing_keyword:
-        if _argument(call, keyword, where)[0] != "absent":
+        if _argument(call, keyword, where, analysis).state != "absent":
+            return False
+    for keyword in where.keyword_none_or_missing:
+        arg = _argument(call, keyword, where, analysis)
+        if arg.state == "unknown" or (
+            arg.state == "present" and not _is_one_of(arg, (None,), analysis)
+        ):
             return False
     for keyword, entries in where.keyword_not_in.items():
-        state, node = _argument(call, keyword, where)
-        if state == "unknown" or (node is not None and _in_list(node, entries, call, analysis)):
+        arg = _argument(call, keyword, where, analysis)
+        if arg.state == "unknown" or _in_list(arg, entries, analysis):
             return False
-    args = _call_args(call)
-    if where.min_args is not None and len(args.plain) < where.min_args:
-        return False
-    if where.max_args is not None and (args.star or len(args.plain) > where.max_args):
-        return False
+    if where.min_args is not None or where.max_args is not None:
+        args = _call_args(call)
+        if where.min_args is not None and len(args.plain) < where.min_args:
+            return False
+        if where.max_args is not None and (args.star or len(args.plain) > where.max_args):
+            return False
     if where.inside is not None and where.inside not in call.labels:
         return False
     if where.not_inside is not None and where.not_inside in call.labels:
         return False
-    return where.arg_dynamic_string is None or _dynamic_argument(
+    if where.arg_dynamic_string is not None and not _dynamic_argument(
         call, where.arg_dynamic_string, where, analysis
-    )
+    ):
+        return False
+    return companions is None or _beside(call, where, companions)
 
 
 def _call_hits(params: Params, analysis: _Analysis) -> list[_Call]:
-    analysis.need(_needles(params))
+    _, words, prefixes = _needle_entry(params)
+    analysis.need(words, prefixes)
+    where = params.where
+    companions = _companions(where, analysis) if where and where.same_function_as else None
+    # The list as it stands: a condition may make the analysis walk more (the
+    # calls it finds then cannot match this rule: they lie on other lines).
+    calls = analysis.calls
     return [
         call
-        for call in analysis.calls
+        for call in calls
         if call.name is not None
         and any(_match_call_name(p, call.name) for p in params.names)
-        and (params.where is None or _where_holds(params.where, call, analysis))
+        and (where is None or _where_holds(where, call, analysis, companions))
     ]
 
 
 def _describe_call(call: _Call, where: Where | None, analysis: _Analysis) -> str:
-    """``subprocess.run(shell=True)``: the name and the arguments the conditions are about."""
+    """``subprocess.run(shell=True)``: the name and the arguments the conditions are about;
+    a call on an unresolved receiver as written, one on a known object as written
+    followed by the object (``client.get() on httpx.Client``)."""
     name = call.name or ""
+    on = ""
     if name.startswith("*."):
         name = analysis.snippet(call.node.func)
+    else:
+        func, depth = call.node.func, 0
+        while isinstance(func, ast.Attribute):
+            func, depth = func.value, depth + 1
+        if depth and isinstance(func, ast.Name) and call.scope.binding(func.id)[1]:
+            on = f" on {name.rsplit('.', depth)[0]}"
+            name = analysis.snippet(call.node.func)
     parts: list[str] = []
     if where is not None:
         if where.arg_dynamic_string is not None:
             parts.append("<dynamic string>")
-        keywords = [*where.keyword, *where.keyword_not, *where.keyword_not_in]
+        keywords = [
+            *where.keyword,
+            *where.keyword_in,
+            *where.keyword_not,
+            *where.keyword_none_or_missing,
+            *where.keyword_not_in,
+        ]
         for keyword in dict.fromkeys(keywords):
-            state, node = _argument(call, keyword, where)
-            if state == "present" and node is not None:
-                parts.append(f"{keyword}={analysis.snippet(node)}")
-    return f"{name}({', '.join(parts)})"
+            arg = _argument(call, keyword, where, analysis)
+            if arg.state == "present" and arg.node is not None:
+                parts.append(f"{keyword}={analysis.snippet(arg.node)}")
+    return f"{name}({', '.join(parts)}){on}"
 
 
 _DESCRIBED: dict[int, tuple[Params, str]] = {}
@@ -1584,7 +2131,7 @@ _CONSTRUCT_WORDS: dict[str, tuple[str, ...]] = {
     "mutable-default-arg": ("def", "lambda"),
     "assert-statement": ("assert",),
 }
-_NEEDLES: dict[int, tuple[Params, tuple[str, ...]]] = {}
+_NEEDLES: dict[int, tuple[Params, tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def _needles(params: Params) -> tuple[str, ...]:
@@ -1596,20 +2143,40 @@ def _needles(params: Params) -> tuple[str, ...]:
     words occurs the tree walk can be skipped: the rule cannot match. (In ASCII
     text: the parser NFKC-normalises identifiers, so ``ｒequests`` is ``requests``.)
     For the call rules these are also the words :meth:`_Analysis.need` looks for.
+    (A call on a known object, ``s.get()`` after ``s = requests.Session()``,
+    names its module where the object is bound or annotated.)
     """
+    return _needle_entry(params)[1]
+
+
+def _needle_entry(params: Params) -> tuple[Params, tuple[str, ...], tuple[str, ...]]:
+    """The parameters, their words (see :func:`_needles`) and the words of their
+    ``a.*`` names (see :meth:`_Analysis.need`), made once per parameters object."""
     hit = _NEEDLES.get(id(params))
     if hit is not None and hit[0] is params:
-        return hit[1]
+        return hit
+    prefixes: tuple[str, ...] = ()
     if params.rule == "forbid-construct":
         words = _CONSTRUCT_WORDS.get(str(params.construct_kind), ())
     elif params.rule in ("forbid-import", "require-import"):
         words = tuple(n.removeprefix("*.").removesuffix(".*").split(".")[0] for n in params.names)
     else:
-        words = tuple(n.removesuffix(".*").rsplit(".", 1)[-1] for n in params.names)
+        words = _call_words(params.names)
+        prefixes = _prefix_words(params.names)
     if len(_NEEDLES) > 4096:
         _NEEDLES.clear()
-    _NEEDLES[id(params)] = (params, words)
-    return words
+    hit = _NEEDLES[id(params)] = (params, words, prefixes)
+    return hit
+
+
+def _call_words(names: Sequence[str]) -> tuple[str, ...]:
+    """The words of call patterns: each one's last component (for ``a.*``, ``a``'s)."""
+    return tuple(n.removesuffix(".*").rsplit(".", 1)[-1] for n in names)
+
+
+def _prefix_words(names: Sequence[str]) -> tuple[str, ...]:
+    """The words of the ``a.*`` patterns among ``names`` (see :meth:`_Analysis.need`)."""
+    return tuple(n[:-2].rsplit(".", 1)[-1] for n in names if n.endswith(".*"))
 
 
 def _occurs(word: str, code: str) -> bool:

@@ -536,6 +536,667 @@ def test_require_call_where(
     assert result.passed is violates, result.reason
 
 
+# --- values through names, dict splats, keyword values, same function -------
+
+FSYNC = ["os.fsync"]
+TIMEOUT_NONE_OR_MISSING = {"keyword_none_or_missing": ["timeout"]}
+FSYNC_BEFORE_REPLACE = {"same_function_as": ["os.replace"], "before": True}
+
+BINDINGS = [
+    *group(
+        RUN,
+        SHELL,
+        rows=[
+            (
+                "name-bound-once-to-true",
+                "use_shell = True\nsubprocess.run(c, shell=use_shell)",
+                True,
+            ),
+            (
+                "name-bound-once-to-false",
+                "use_shell = False\nsubprocess.run(c, shell=use_shell)",
+                False,
+            ),
+            (
+                "name-bound-twice",
+                "use_shell = True\nif x:\n    use_shell = False\nsubprocess.run(c, shell=use_shell)",
+                False,
+            ),
+            (
+                "name-bound-to-non-literal",
+                "use_shell = get()\nsubprocess.run(c, shell=use_shell)",
+                False,
+            ),
+            ("name-bound-to-int", "use_shell = 1\nsubprocess.run(c, shell=use_shell)", False),
+            ("name-through-name", "A = True\nB = A\nsubprocess.run(c, shell=B)", True),
+            ("name-annotated", "SHELL: bool = True\nsubprocess.run(c, shell=SHELL)", True),
+            (
+                "module-constant-in-function",
+                "SHELL = True\ndef f():\n    subprocess.run(c, shell=SHELL)",
+                True,
+            ),
+            (
+                "module-constant-bound-after-function",
+                "def f():\n    subprocess.run(c, shell=SHELL)\nSHELL = True",
+                True,
+            ),
+            (
+                "parameter-shadows-constant",
+                "SHELL = True\ndef f(SHELL):\n    subprocess.run(c, shell=SHELL)",
+                False,
+            ),
+            (
+                "local-shadows-constant",
+                "SHELL = True\ndef f():\n    SHELL = False\n    subprocess.run(c, shell=SHELL)",
+                False,
+            ),
+            (
+                "constant-rebound-through-global",
+                "SHELL = False\ndef g():\n    global SHELL\n    SHELL = True\n"
+                "def f():\n    subprocess.run(c, shell=SHELL)",
+                False,
+            ),
+            (
+                "class-body-not-visible-in-method",
+                "class A:\n    SHELL = True\n    def f(self):\n        subprocess.run(c, shell=SHELL)",
+                False,
+            ),
+            (
+                "star-import-may-rebind",
+                "SHELL = True\nfrom config import *\nsubprocess.run(c, shell=SHELL)",
+                False,
+            ),
+            ("loop-target", "for s in (True,):\n    subprocess.run(c, shell=s)", False),
+            ("walrus-not-followed", "if (s := True):\n    subprocess.run(c, shell=s)", False),
+            ("with-target-not-a-value", "with ctx() as s:\n    subprocess.run(c, shell=s)", False),
+            ("name-cycle", "a = b\nb = a\nsubprocess.run(c, shell=a)", False),
+            # **kwargs: a dict literal, or a name bound once to one and never mutated
+            ("splat-literal", "subprocess.run(c, **{'shell': True})", True),
+            ("splat-dict-call-inline", "subprocess.run(c, **dict(shell=True))", True),
+            (
+                "splat-named-dict",
+                "opts = {'shell': True, 'check': False}\nsubprocess.run(c, **opts)",
+                True,
+            ),
+            ("splat-named-dict-call", "opts = dict(shell=True)\nsubprocess.run(c, **opts)", True),
+            (
+                "splat-named-other-value",
+                "opts = {'shell': False}\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            ("splat-named-without-key", "opts = {'check': True}\nsubprocess.run(c, **opts)", False),
+            (
+                "splat-value-through-name",
+                "S = True\nopts = {'shell': S}\nsubprocess.run(c, **opts)",
+                True,
+            ),
+            (
+                "splat-module-dict-in-function",
+                "OPTS = {'shell': True}\ndef f():\n    subprocess.run(c, **OPTS)",
+                True,
+            ),
+            (
+                "splat-value-looked-up-where-the-dict-is",
+                "S = True\nOPTS = {'shell': S}\ndef f(S):\n    subprocess.run(c, **OPTS)",
+                True,
+            ),
+            (
+                "splat-mutated-by-subscript",
+                "opts = {'shell': False}\nopts['shell'] = True\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            (
+                "splat-mutated-by-update",
+                "opts = {}\nopts.update(shell=True)\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            (
+                "splat-mutated-by-setdefault",
+                "opts = {}\nopts.setdefault('shell', True)\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            (
+                "splat-mutated-by-pop",
+                "opts = {'shell': True}\nopts.pop('shell')\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            (
+                "splat-mutated-through-alias-name",
+                "base = {'shell': True}\nopts = base\ndel opts['shell']\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            (
+                "splat-rebound",
+                "opts = {'shell': True}\nopts = {}\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            (
+                "splat-dict-with-hidden-part",
+                "opts = {'shell': True, **base}\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            (
+                "splat-dict-not-the-builtin",
+                "def dict(**kw):\n    return {}\nopts = dict(shell=True)\nsubprocess.run(c, **opts)",
+                False,
+            ),
+            ("splat-parameter", "def f(**opts):\n    subprocess.run(c, **opts)", False),
+            ("splat-unknown-name", "subprocess.run(c, **opts)", False),
+            (
+                "splat-known-and-unknown",
+                "opts = {'check': True}\nsubprocess.run(c, **opts, **more)",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        GET,
+        {"keyword": {"timeout": None}},
+        rows=[("module-none-constant", "TIMEOUT = None\nrequests.get(u, timeout=TIMEOUT)", True)],
+    ),
+    *group(
+        GET,
+        {"keyword_not": {"verify": True}},
+        rows=[
+            ("keyword-not-name-same", "VERIFY = True\nrequests.get(u, verify=VERIFY)", False),
+            ("keyword-not-name-other", "VERIFY = False\nrequests.get(u, verify=VERIFY)", True),
+            # unknown, as any variable: not the literal
+            ("keyword-not-name-rebound", "V = True\nV = False\nrequests.get(u, verify=V)", True),
+            ("keyword-not-splat-other", "kw = {'verify': False}\nrequests.get(u, **kw)", True),
+            ("keyword-not-splat-same", "kw = {'verify': True}\nrequests.get(u, **kw)", False),
+        ],
+    ),
+    *group(
+        GET,
+        {"missing_keyword": ["timeout"]},
+        rows=[
+            ("missing-literal-splat-passes-it", "requests.get(u, **{'timeout': 5})", False),
+            ("missing-named-splat-passes-it", "kw = {'timeout': 5}\nrequests.get(u, **kw)", False),
+            (
+                "missing-named-splat-without-it",
+                "kw = {'verify': True}\nrequests.get(u, **kw)",
+                True,
+            ),
+            ("missing-mutated-splat", "kw = {}\nkw['timeout'] = 5\nrequests.get(u, **kw)", False),
+            ("missing-keyword-none-counts-as-passed", "requests.get(u, timeout=None)", False),
+        ],
+    ),
+    *group(
+        YAML_LOAD,
+        YAML,
+        rows=[
+            (
+                "loader-name-bound-to-unsafe",
+                "import yaml\nloader = yaml.Loader\nyaml.load(f, Loader=loader)",
+                True,
+            ),
+            (
+                "loader-name-bound-to-safe",
+                "import yaml\nloader = yaml.SafeLoader\nyaml.load(f, Loader=loader)",
+                False,
+            ),
+            (
+                "loader-positional-name-bound-to-safe",
+                "import yaml\nloader = yaml.SafeLoader\nyaml.load(f, loader)",
+                False,
+            ),
+            (
+                "loader-name-bound-to-imported-safe",
+                "import yaml\nfrom yaml import CSafeLoader\nL = CSafeLoader\nyaml.load(f, Loader=L)",
+                False,
+            ),
+            (
+                "loader-name-bound-twice",
+                "import yaml\nL = yaml.SafeLoader\nL = yaml.Loader\nyaml.load(f, Loader=L)",
+                True,
+            ),
+            (
+                "loader-in-splat",
+                "import yaml\nkw = {'Loader': yaml.SafeLoader}\nyaml.load(f, **kw)",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        OPEN,
+        {"keyword": {"mode": "w"}, "positional": {"mode": 1}},
+        rows=[("positional-through-name", "MODE = 'w'\nopen(p, MODE)", True)],
+    ),
+    # keyword_in: one of several literal values
+    *group(
+        OPEN,
+        {"keyword_in": {"mode": ["w", "a"]}, "positional": {"mode": 1}},
+        rows=[
+            ("keyword-in-first", "open(p, 'w')", True),
+            ("keyword-in-second-by-keyword", "open(p, mode='a')", True),
+            ("keyword-in-other", "open(p, 'r')", False),
+            ("keyword-in-absent", "open(p)", False),
+            ("keyword-in-variable", "open(p, m)", False),
+            ("keyword-in-name-bound", "M = 'a'\nopen(p, M)", True),
+            ("keyword-in-unknown-splat", "open(p, **kw)", False),
+        ],
+    ),
+    *group(
+        ["f"],
+        {"keyword_in": {"n": [1, None]}},
+        rows=[
+            ("keyword-in-int", "f(n=1)", True),
+            ("keyword-in-none", "f(n=None)", True),
+            ("keyword-in-bool-is-not-int", "f(n=True)", False),
+        ],
+    ),
+    # keyword_none_or_missing: not passed, or passed as None
+    *group(
+        GET,
+        TIMEOUT_NONE_OR_MISSING,
+        rows=[
+            ("none-or-missing-absent", "requests.get(u)", True),
+            ("none-or-missing-none", "requests.get(u, timeout=None)", True),
+            ("none-or-missing-name-none", "T = None\nrequests.get(u, timeout=T)", True),
+            ("none-or-missing-splat-none", "requests.get(u, **{'timeout': None})", True),
+            ("none-or-missing-given", "requests.get(u, timeout=5)", False),
+            ("none-or-missing-variable", "requests.get(u, timeout=t)", False),
+            ("none-or-missing-splat-given", "requests.get(u, **{'timeout': 5})", False),
+            ("none-or-missing-unknown-splat", "requests.get(u, **kw)", False),
+        ],
+    ),
+    *group(
+        ["asyncio.wait_for"],
+        {**TIMEOUT_NONE_OR_MISSING, "positional": {"timeout": 1}},
+        rows=[
+            ("none-or-missing-positional-none", "asyncio.wait_for(c, None)", True),
+            ("none-or-missing-positional-given", "asyncio.wait_for(c, 3)", False),
+            ("none-or-missing-positional-absent", "asyncio.wait_for(c)", True),
+        ],
+    ),
+    # same_function_as (+ before): the call and another in one function body
+    *group(
+        FSYNC,
+        FSYNC_BEFORE_REPLACE,
+        rows=[
+            ("fsync-before-replace", "def save():\n    os.fsync(fd)\n    os.replace(t, p)", True),
+            ("fsync-after-replace", "def save():\n    os.replace(t, p)\n    os.fsync(fd)", False),
+            (
+                "fsync-in-with-block-before-replace",
+                "def save():\n    with open(t, 'w') as f:\n        os.fsync(f.fileno())\n"
+                "    os.replace(t, p)",
+                True,
+            ),
+            (
+                "fsync-in-other-function",
+                "def flush():\n    os.fsync(fd)\ndef save():\n    flush()\n    os.replace(t, p)",
+                False,
+            ),
+            (
+                "fsync-in-nested-function",
+                "def save():\n    def flush():\n        os.fsync(fd)\n    flush()\n    os.replace(t, p)",
+                False,
+            ),
+            (
+                "fsync-in-method",
+                "class S:\n    def save(self):\n        os.fsync(fd)\n        os.replace(t, p)",
+                True,
+            ),
+            ("fsync-module-level", "os.fsync(fd)\nos.replace(t, p)", True),
+            ("fsync-without-replace", "def save():\n    os.fsync(fd)", False),
+            ("fsync-before-replace-aliased", "import os as o\no.fsync(fd)\no.replace(t, p)", True),
+        ],
+    ),
+    *group(
+        FSYNC,
+        {"same_function_as": ["os.replace", "os.rename"]},
+        rows=[
+            (
+                "same-function-any-order",
+                "def save():\n    os.replace(t, p)\n    os.fsync(fd)",
+                True,
+            ),
+            (
+                "same-function-second-name",
+                "def save():\n    os.fsync(fd)\n    os.rename(t, p)",
+                True,
+            ),
+            (
+                "same-function-other-function",
+                "def a():\n    os.fsync(fd)\ndef b():\n    os.replace(t, p)",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        ["*.replace"],
+        {"same_function_as": ["*.replace"]},
+        rows=[
+            ("same-function-not-itself", "os.replace(t, p)", False),
+            ("same-function-another-of-the-same", "os.replace(t, p)\nos.replace(a, b)", True),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), BINDINGS)
+def test_forbid_call_where_bindings(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(PRELUDE + code, rule="forbid-call", names=names, where=where)
+    assert result.passed is not violates, result.reason
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), BINDINGS)
+def test_require_call_where_bindings(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(PRELUDE + code, rule="require-call", names=names, where=where)
+    assert result.passed is violates, result.reason
+
+
+# --- receivers bound to a known object --------------------------------------
+
+CLIENT_GET = ["httpx.Client.get"]
+
+RECEIVERS = [
+    *group(
+        CLIENT_GET,
+        rows=[
+            ("assigned", "import httpx\nclient = httpx.Client(timeout=5)\nclient.get(u)", True),
+            ("from-import", "from httpx import Client\nc = Client()\nc.get(u)", True),
+            ("aliased-module", "import httpx as hx\nc = hx.Client()\nc.get(u)", True),
+            ("module-without-import", "c = httpx.Client()\nc.get(u)", True),
+            ("with-target", "import httpx\nwith httpx.Client() as c:\n    c.get(u)", True),
+            (
+                "module-level-used-in-function",
+                "import httpx\nC = httpx.Client()\ndef f():\n    return C.get(u)",
+                True,
+            ),
+            (
+                "enclosing-function",
+                "import httpx\ndef f():\n    c = httpx.Client()\n    def g():\n        c.get(u)",
+                True,
+            ),
+            ("param-annotation", "import httpx\ndef f(c: httpx.Client):\n    c.get(u)", True),
+            ("string-annotation", "def f(c: 'httpx.Client'):\n    c.get(u)", True),
+            (
+                "optional-annotation",
+                "from typing import Optional\nimport httpx\n"
+                "def f(c: Optional[httpx.Client] = None):\n    c.get(u)",
+                True,
+            ),
+            (
+                "typing-union-annotation",
+                "import typing, httpx\ndef f(c: typing.Union[None, httpx.Client]):\n    c.get(u)",
+                True,
+            ),
+            (
+                "annotated-annotation",
+                "from typing import Annotated\nimport httpx\n"
+                "def f(c: Annotated[httpx.Client, 'pooled']):\n    c.get(u)",
+                True,
+            ),
+            (
+                "pipe-none-annotation",
+                "import httpx\ndef f(c: httpx.Client | None = None):\n    c.get(u)",
+                True,
+            ),
+            (
+                "string-pipe-none-annotation",
+                "import httpx\ndef f(c: 'httpx.Client | None'):\n    c.get(u)",
+                True,
+            ),
+            (
+                "annotation-survives-rebinding",
+                "import httpx\ndef f(c: httpx.Client | None = None):\n    c = c or make()\n    c.get(u)",
+                True,
+            ),
+            (
+                "kwonly-param-annotation",
+                "import httpx\ndef f(*, c: httpx.Client):\n    c.get(u)",
+                True,
+            ),
+            ("variable-annotation", "import httpx\nc: httpx.Client = make()\nc.get(u)", True),
+            (
+                "declared-then-bound",
+                "import httpx\nc: httpx.Client\nif x:\n    c = make()\nelse:\n    c = other()\nc.get(u)",
+                True,
+            ),
+            ("attribute-chain", "import httpx\nc = httpx.Client()\nc.cookies.get(u)", False),
+            ("rebound", "import httpx\nc = httpx.Client()\nc = other()\nc.get(u)", False),
+            ("loop-target", "for c in clients:\n    c.get(u)", False),
+            ("unannotated-parameter", "def f(c):\n    c.get(u)", False),
+            (
+                "bound-in-other-function",
+                "import httpx\ndef f():\n    c = httpx.Client()\ndef g():\n    c.get(u)",
+                False,
+            ),
+            (
+                "rebound-through-global",
+                "import httpx\nc = httpx.Client()\ndef f():\n    global c\n    c = None\nc.get(u)",
+                False,
+            ),
+            ("local-factory", "def make():\n    pass\nc = make()\nc.get(u)", False),
+            (
+                "container-annotation",
+                "import httpx\ndef f(c: list[httpx.Client]):\n    c.get(u)",
+                False,
+            ),
+            (
+                "two-type-annotation",
+                "import httpx, requests\ndef f(c: httpx.Client | requests.Session):\n    c.get(u)",
+                False,
+            ),
+            (
+                "local-class-annotation",
+                "class Client:\n    pass\ndef f(c: Client):\n    c.get(u)",
+                False,
+            ),
+            ("self-attribute", "class A:\n    def f(self):\n        self.client.get(u)", False),
+            ("receiver-cycle", "c = c.make()\nc.get(u)", False),
+        ],
+    ),
+    *group(
+        ["httpx.AsyncClient.get"],
+        rows=[
+            (
+                "async-with-target",
+                "import httpx\nasync def f():\n    async with httpx.AsyncClient() as c:\n"
+                "        await c.get(u)",
+                True,
+            )
+        ],
+    ),
+    *group(
+        ["aiohttp.ClientSession.get"],
+        rows=[
+            (
+                "async-with-session",
+                "import aiohttp\nasync def f():\n    async with aiohttp.ClientSession() as s:\n"
+                "        async with s.get(u) as resp:\n            return await resp.text()",
+                True,
+            )
+        ],
+    ),
+    *group(
+        ["aiosqlite.connect.execute"],
+        rows=[
+            (
+                "awaited-factory",
+                "import aiosqlite\nasync def f():\n    db = await aiosqlite.connect(p)\n"
+                "    await db.execute(q)",
+                True,
+            )
+        ],
+    ),
+    *group(
+        ["requests.Session.get"],
+        rows=[
+            ("session", "import requests\ns = requests.Session()\ns.get(u)", True),
+            ("session-string-annotation", "def f(s: 'requests.Session'):\n    s.get(u)", True),
+            (
+                "variable-string-annotation",
+                "import requests\ns: 'requests.Session' = make()\ns.get(u)",
+                True,
+            ),
+        ],
+    ),
+    # exact names keep meaning exactly that name
+    *group(
+        ["requests.get"],
+        rows=[
+            (
+                "session-get-is-not-requests-get",
+                "import requests\ns = requests.Session()\ns.get(u)",
+                False,
+            )
+        ],
+    ),
+    *group(
+        ["requests.Session"],
+        rows=[
+            (
+                "session-method-is-not-the-class",
+                "import requests\ns = requests.Session()\ns.close()",
+                True,
+            )
+        ],
+    ),
+    # prefix wildcards take in the object's methods; suffix wildcards still match
+    *group(
+        ["httpx.*"],
+        rows=[
+            ("prefix-object-method", "import httpx\ndef f(c: httpx.Client):\n    c.get(u)", True)
+        ],
+    ),
+    *group(
+        ["*.get"],
+        rows=[("suffix-known-object", "import httpx\nc = httpx.Client()\nc.get(u)", True)],
+    ),
+    *group(
+        EXECUTE,
+        rows=[
+            (
+                "suffix-sqlite-connection",
+                "import sqlite3\nconn = sqlite3.connect(p)\nconn.execute(q)",
+                True,
+            ),
+            (
+                "suffix-sqlite-cursor",
+                "import sqlite3\nconn = sqlite3.connect(p)\ncur = conn.cursor()\ncur.execute(q)",
+                True,
+            ),
+        ],
+    ),
+    *group(
+        ["sqlite3.connect.cursor.execute"],
+        rows=[
+            (
+                "object-named-by-what-was-called",
+                "import sqlite3\nconn = sqlite3.connect(p)\ncur = conn.cursor()\ncur.execute(q)",
+                True,
+            )
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "code", "violates"), RECEIVERS)
+def test_forbid_call_on_known_objects(names: list[str], code: str, violates: bool) -> None:
+    result = check(code, rule="forbid-call", names=names)
+    assert result.passed is not violates, result.reason
+
+
+@pytest.mark.parametrize(("names", "code", "violates"), RECEIVERS)
+def test_require_call_on_known_objects(names: list[str], code: str, violates: bool) -> None:
+    assert check(code, rule="require-call", names=names).passed is violates
+
+
+# Prefix wildcards with a condition the constructor does not meet: only the method
+# call, in a coroutine, can match.
+SYNC_HTTP_IN_ASYNC = [
+    *group(
+        ["requests.*", "httpx.Client.*"],
+        rows=[
+            (
+                "module-level-session-used-in-coroutine",
+                "import requests\nsession = requests.Session()\n\n"
+                "async def f(u):\n    return session.get(u)",
+                True,
+            ),
+            (
+                "injected-client-in-nested-coroutine",
+                "import httpx\nasync def f(c: httpx.Client | None = None):\n"
+                "    c = c or make()\n    async def probe(u):\n        return c.get(u).status_code",
+                True,
+            ),
+            (
+                "async-client-is-not-client",
+                "import httpx\nasync def f(u):\n    async with httpx.AsyncClient() as c:\n"
+                "        return await c.get(u)",
+                False,
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "code", "violates"), SYNC_HTTP_IN_ASYNC)
+def test_known_objects_with_conditions(names: list[str], code: str, violates: bool) -> None:
+    result = check(code, rule="forbid-call", names=names, where={"inside": "async-def"})
+    assert result.passed is not violates, result.reason
+
+
+HOSTILE_BINDINGS = group(
+    rows=[
+        ("receiver-cycle", "a = a.b()\na.get(u)\n"),
+        ("mutual-receivers", "a = b.x()\nb = a.y()\na.get(u)\nb.get(u)\n"),
+        ("name-cycle", "a = b\nb = a\nf(shell=a, **a)\n"),
+        (
+            "long-name-chain",
+            "x0 = True\n"
+            + "".join(f"x{i} = x{i - 1}\n" for i in range(1, 500))
+            + "f(shell=x499)\n",
+        ),
+        (
+            "long-receiver-chain",
+            "import httpx\nc0 = httpx.Client()\n"
+            + "".join(f"c{i} = c{i - 1}.m()\n" for i in range(1, 300))
+            + "c299.get(u)\n",
+        ),
+        ("bad-string-annotation", "def f(c: 'httpx.(Client'):\n    c.get(u)\n"),
+        ("nul-in-string-annotation", "def f(c: 'a\\x00b'):\n    c.get(u)\n"),
+        (
+            "long-string-annotation",
+            "def f(c: '" + "Optional[" * 300 + "X" + "]" * 300 + "'):\n    c.get(u)\n",
+        ),
+        ("deep-annotation", "def f(c: " + "Optional[" * 90 + "X" + "]" * 90 + "):\n    c.get(u)\n"),
+        ("self-splat", "opts = {**opts}\nf(**opts)\n"),
+        ("splat-of-call", "f(**g(), **dict(**h), **{1: 2})\n"),
+    ],
+)
+BINDING_RULES = [
+    pytest.param(
+        {"rule": "forbid-call", "names": ["f", "*.get"], "where": {"keyword": {"shell": True}}},
+        id="keyword",
+    ),
+    pytest.param(
+        {"rule": "require-call", "names": ["httpx.*"], "where": {"keyword_none_or_missing": ["x"]}},
+        id="prefix",
+    ),
+    pytest.param(
+        {
+            "rule": "forbid-call",
+            "names": ["*.get"],
+            "where": {"same_function_as": ["f"], "before": True},
+        },
+        id="same-function",
+    ),
+]
+
+
+@pytest.mark.parametrize("params", BINDING_RULES)
+@pytest.mark.parametrize("code", HOSTILE_BINDINGS)
+def test_hostile_bindings_do_not_raise(params: dict[str, Any], code: str) -> None:
+    assert isinstance(check(code, **params), CheckResult)
+
+
 # --- reasons ----------------------------------------------------------------
 
 REASONS = [
@@ -550,6 +1211,25 @@ REASONS = [
         "cur.execute(f'SELECT {x}')\n",
         "forbidden call cur.execute(<dynamic string>) at line 1",
         id="unresolved-receiver-shown-as-written",
+    ),
+    pytest.param(
+        {"rule": "forbid-call", "names": ["requests.*"]},
+        "import requests\ns = requests.Session()\ns.get(u)\nr = s.post(u)\nr.json()\n",
+        "forbidden call requests.Session() at line 2; forbidden call s.get() on requests.Session "
+        "at line 3; forbidden call s.post() on requests.Session at line 4; and 1 more",
+        id="known-object-shown-as-written-with-the-object",
+    ),
+    pytest.param(
+        {"rule": "forbid-call", "names": ["*.json"]},
+        "import requests\nr = requests.get(u)\nr.json()\n",
+        "forbidden call r.json() on requests.get at line 3",
+        id="object-named-by-what-was-called",
+    ),
+    pytest.param(
+        {"rule": "forbid-call", "names": RUN, "where": SHELL},
+        "import subprocess\nopts = {'shell': True}\nsubprocess.run(c, **opts)\n",
+        "forbidden call subprocess.run(shell=True) at line 3",
+        id="keyword-from-a-named-splat",
     ),
     pytest.param(
         {"rule": "forbid-call", "names": NOW, "where": NAIVE_NOW},
@@ -968,6 +1648,35 @@ DEFERRED = group(
             "from importlib import import_module as im\nm = im('requests')\n",
             True,
         ),
+        (
+            "prefix-through-receiver-bound-elsewhere",
+            {"rule": "forbid-call", "names": ["requests.*"], "where": {"inside": "function"}},
+            "import requests\ns = requests.Session()\n\ndef f(u):\n    return s.get(u)\n",
+            True,
+        ),
+        (
+            "prefix-through-annotated-receiver",
+            {"rule": "forbid-call", "names": ["httpx.*"]},
+            "def f(\n    c: 'httpx.Client',\n):\n    return c.get(u)\n",
+            True,
+        ),
+        (
+            "splat-mutated-on-another-line",
+            FORBID_RUN_SHELL,
+            "import subprocess\nopts = {'shell': True}\n\ndef f():\n    opts.update(shell=False)\n"
+            "\nsubprocess.run(c, **opts)\n",
+            False,
+        ),
+        (
+            "same-function-call-on-another-line",
+            {
+                "rule": "require-call",
+                "names": ["os.fsync"],
+                "where": {"same_function_as": ["os.replace"], "before": True},
+            },
+            "import os as o\ndef f():\n    o.fsync(fd)\n    return o.replace(t, p)\n",
+            False,  # the required call is there
+        ),
         # The parser NFKC-normalises identifiers: these are requests, print, run.
         ("non-ascii-import", FORBID_REQUESTS, "import \uff52equests\n", True),
         ("non-ascii-call", {"rule": "forbid-call", "names": PRINT}, "\uff50rint('x')\n", True),
@@ -1093,6 +1802,12 @@ INVALID_PARAMS = group(
         ("positional-unused", call_params({"positional": {"Loader": 1}})),
         ("inside-unknown", call_params({"inside": "class"})),
         ("keyword-value-not-literal", call_params({"keyword": {"a": [1]}})),
+        ("keyword-in-empty", call_params({"keyword_in": {"mode": []}})),
+        ("keyword-in-not-identifier", call_params({"keyword_in": {"a b": [1]}})),
+        ("keyword-in-value-not-literal", call_params({"keyword_in": {"a": [[1]]}})),
+        ("none-or-missing-not-identifier", call_params({"keyword_none_or_missing": ["a-b"]})),
+        ("before-without-same-function", call_params({"before": True})),
+        ("same-function-bad-name", call_params({"same_function_as": ["a..b"]})),
     ],
 )
 
