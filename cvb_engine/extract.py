@@ -32,8 +32,10 @@ inline reasoning it removed. The rules, in order:
    not Python either; untagged blocks are Python when they parse as code.
 4. **The solution is chosen by structure, not position.** With the scenario's
    ``entry_point``, the solution is the block that defines it plus, transitively,
-   the blocks that hold what it uses (imports, helpers, constants); blocks
-   that only call it (usage, tests, demos) are left out. When several blocks
+   the blocks that hold what it uses (imports, helpers, constants) and the
+   blocks that define something else of their own without calling or testing
+   it (a second function the task asks for); blocks that only call it (usage,
+   tests, demos) are left out. When several blocks
    define it, one introduced as a counter-example (``don't do this``,
    ``avoid``, ``bad``, ``before:`` …) or as an alternative (``alternatively``,
    ``another approach`` …) loses to one that is not, and one introduced as
@@ -499,6 +501,20 @@ def _with_dependencies(
         and c.stance != "rejected"
         and not _defines(c.tree, entry_point)
     ]
+    # Sibling definitions: a task that asks for two functions may get them in two
+    # blocks. A block that defines something of its own, neither calls nor tests
+    # the entry point and is not offered as an alternative or a demo belongs to
+    # the solution.
+    for c in pool:
+        if (
+            c.stance in ("plain", "preferred")
+            and _defines_any(c.tree)
+            and c.tree is not None
+            and not _is_usage(c.tree, entry_point)
+        ):
+            included.append(c)
+            needed |= _used(c.tree) - _top_bindings(c.tree)
+    needed -= set().union(*(_top_bindings(c.tree) for c in included if c.tree is not None))
     changed = True
     while changed and needed:
         changed = False

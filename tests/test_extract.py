@@ -141,6 +141,15 @@ SHAPES = [
         "os.system",
     ),
     (
+        "second-function-in-its-own-block-kept",
+        f"{_fenced(SOLUTION)}\nAnd the check:\n"
+        + _fenced("import hmac\ndef verify(a, b):\n    return hmac.compare_digest(a, b)"),
+        "run",
+        "answered",
+        "compare_digest",
+        "",
+    ),
+    (
         "harmony-bare-spaced",
         f"analysis We need a runner.assistantfinal {_fenced(SOLUTION)}",
         None,
