@@ -8,7 +8,10 @@ Five rules, chosen by ``rule``:
 - ``forbid-call`` / ``require-call``: a call whose resolved dotted name matches
   one of ``names`` and whose arguments and context meet every condition of
   ``where``.
-- ``forbid-construct``: a syntactic construct such as a bare ``except:``.
+- ``forbid-construct``: a syntactic construct such as a bare ``except:``;
+  with ``outside: [test-function, main-guard]``, one inside a ``def test_*``
+  (or any method of a ``Test*`` class; code nested in it and its own defaults
+  included) or in the body of ``if __name__ == "__main__":`` does not count.
 
 Names are resolved through the imports of the code, so ``import subprocess as
 sp; sp.run(...)`` is a call to ``subprocess.run``. A receiver name that is
@@ -28,7 +31,13 @@ that stands for a known object continues that object's name:
 - a name annotated once with a resolved name, whatever its bindings (a
   parameter ``client: httpx.Client``, ``s: "requests.Session" = make()``;
   ``Optional[X]``, ``Union[X, None]``, ``X | None`` and ``Annotated[X, ...]``
-  declare ``X``; a string annotation is parsed).
+  declare ``X``; a string annotation is parsed);
+- ``self.x`` in a method (or code nested in one) of a class whose methods bind
+  ``self.x`` only by assignments of calls of one resolved name:
+  ``self.session = requests.Session()`` makes ``self.session.get(u)``, in any
+  method of that class, ``requests.Session.get``. Bound to calls of different
+  names, to anything else (``self.session = session``), or also by a loop,
+  ``+=`` or ``with ... as self.x``, it stays unknown (``*.session.get``).
 
 The object is named by what was called or declared, so ``client.get(u)`` is
 ``httpx.Client.get``, ``s.get(u)`` is ``requests.Session.get``, and ``cur =
@@ -39,6 +48,31 @@ and classes (``c = make()``) and anything else stay unknown. Any other call on
 a receiver that cannot be resolved (``cur.execute`` on a parameter,
 ``self.conn.execute``) gets a name that starts with ``*.`` followed by the
 attribute chain, e.g. ``*.conn.execute``.
+
+Function references. A local name bound once by an assignment (as for values
+through names, below) to a resolved dotted name stands for it: ``_sleep =
+time.sleep; _sleep(1)`` is a call to ``time.sleep``, ``run = subprocess.run``
+makes ``run(cmd, shell=True)`` ``subprocess.run`` with its arguments, and ``sp =
+subprocess; sp.run()`` is ``subprocess.run``. A parameter is never followed,
+whatever its default (``clock=time.time`` is injected; ``clock()`` stays
+unknown), nor is a name bound to the code's own function.
+
+``functools.partial``. A call ``functools.partial(f, *args, **kw)`` (or
+``partial`` from functools, or unimported) with ``f`` resolved is also, for the
+call rules, a call of ``f`` with partial's other arguments, where the partial
+is: ``partial(subprocess.run, shell=True)`` matches ``subprocess.run`` with
+``keyword: {shell: true}``, and gives ``missing_keyword: [timeout]`` its
+keywords. Where ``f`` will run is not known there, so ``inside``,
+``not_inside`` and ``same_function_as`` never hold for it (nor does it count as
+another call for ``same_function_as``). A local name bound once to such a
+partial and called, ``p = partial(subprocess.run, check=True); p(cmd)``, is a
+call of ``f`` where it is called, with the partial's arguments ahead of the
+call's own (the call's keywords win, as in functools); once the name is called
+somewhere, the partial expression itself no longer counts. So is a call
+``self.pause()`` in a method when the class's methods bind ``self.pause`` once,
+to such a partial. A partial bound to a
+name never called (handed to an executor, say) still counts, so it satisfies a
+``require-call`` of ``f``.
 
 Entries of ``names`` are exact dotted names (``subprocess.run``), prefix
 wildcards (``requests.*``) or suffix wildcards (``*.execute``). An exact name
@@ -136,6 +170,7 @@ Construct: TypeAlias = Literal[
     "assert-statement",
 ]
 LiteralValue: TypeAlias = bool | int | float | str | None
+Excuse: TypeAlias = Literal["test-function", "main-guard"]
 
 CONSTRUCT_LABELS: dict[str, str] = {
     "bare-except": "bare except",
@@ -171,6 +206,11 @@ _DICT_MUTATORS = frozenset(
 )
 _MUTATOR_WORDS = tuple(sorted(_DICT_MUTATORS))
 _MAX_LISTED = 3
+# The labels of the places forbid-construct's ``outside`` can excuse; "test-class"
+# marks the body of a Test* class, whose methods are test functions.
+_EXCUSES = frozenset({"test-function", "main-guard"})
+_TEST_FUNCTION = frozenset({"test-function"})
+_PARTIALS = frozenset({"functools.partial", "partial"})
 
 
 class Where(BaseModel):
@@ -311,6 +351,13 @@ class Params(BaseModel):
     where: Where | None = Field(
         default=None, description="conditions on the call (forbid-call / require-call)"
     )
+    outside: list[Excuse] = Field(
+        default_factory=list,
+        description="forbid-construct only: a construct in one of these places does not "
+        "count (test-function: a def named test_* or a method of a Test* class, nested "
+        "code and its own defaults included; main-guard: the body of "
+        "if __name__ == '__main__')",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -327,6 +374,8 @@ class Params(BaseModel):
             bad = [n for n in self.names if not _NAME_PATTERN.fullmatch(n)]
             if bad:
                 raise ValueError(f"not a dotted name or wildcard (a.b, a.*, *.b): {', '.join(bad)}")
+        if self.outside and self.rule != "forbid-construct":
+            raise ValueError(f"'outside' is only for forbid-construct, not {self.rule}")
         if self.where is not None and self.rule not in _CALL_RULES:
             raise ValueError(f"'where' is only for forbid-call and require-call, not {self.rule}")
         return self
@@ -487,6 +536,8 @@ class _Call:
     rank: tuple[int, int]
     name: str | None = None
     args: _Args | None = None
+    # For the call of f that a ``partial(f, ...)`` call stands for: the partial call.
+    partial: ast.Call | None = None
 
 
 @dataclass(slots=True)
@@ -665,6 +716,55 @@ def _dict_entries(node: ast.expr) -> dict[str, ast.expr] | None:
     return None
 
 
+def _dotted_parts(node: ast.expr) -> list[str] | None:
+    """The components of a Name/Attribute chain (in any order), None for anything else."""
+    parts: list[str] = []
+    while type(node) is ast.Attribute:
+        assert isinstance(node, ast.Attribute)
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    assert isinstance(node, ast.Name)
+    parts.append(node.id)
+    return parts
+
+
+def _partial_target(node: ast.expr) -> ast.expr | None:
+    """The first argument of a call that reads ``partial(f, ...)`` or ``x.partial(f, ...)``
+    (whether it is ``functools.partial`` is for the caller to say)."""
+    if not isinstance(node, ast.Call) or not node.args or isinstance(node.args[0], ast.Starred):
+        return None
+    func = node.func
+    if (isinstance(func, ast.Name) and func.id == "partial") or (
+        isinstance(func, ast.Attribute) and func.attr == "partial"
+    ):
+        return node.args[0]
+    return None
+
+
+def _method_class(scope: _Scope) -> _Scope | None:
+    """The class body whose method (or code nested in one) ``scope`` belongs to."""
+    inner = scope
+    while inner.parent is not None:
+        if inner.parent.is_class:
+            return inner.parent if inner.body is inner else None
+        inner = inner.parent
+    return None
+
+
+def _is_main_guard(node: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (
+        isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+    ):
+        return False
+    sides = (node.left, node.comparators[0])
+    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and any(
+        isinstance(b, ast.Constant) and b.value == "__main__" for b in sides
+    )
+
+
 def _call_args(call: _Call) -> _Args:
     """The arguments of ``call`` as written, sorted out once, when first looked at;
     :meth:`_Analysis.arguments` adds what named splats pass."""
@@ -745,6 +845,15 @@ class _Walker:
         # bindings say nothing (see _Analysis.single).
         self.declared: set[str] = set()
         self.mutated: set[str] = set()
+        # For each name assigned a dotted name or a partial(...) of one, the
+        # components of that name (see _Analysis.need).
+        self.references: dict[str, list[str]] = {}
+        # For each (class body, attribute), what ``self.<attribute>`` is assigned in
+        # its methods, with the scope of the assignment (None: a binding of
+        # another kind, such as a loop target or ``+=``).
+        self.self_attrs: dict[tuple[int, str], list[tuple[ast.expr | None, _Scope]]] = {}
+        # The constructs that sit in a place forbid-construct's ``outside`` names.
+        self.excused: dict[int, frozenset[str]] = {}
         # The function, class and module scopes, in the order they were made.
         self.scopes: list[_Scope] = [self.module_scope]
         self.markers = markers
@@ -838,7 +947,7 @@ class _Walker:
 
     def _if(self, node: ast.If, ctx: _Ctx) -> None:
         self._expr(node.test, ctx)
-        self._block(node.body, ctx)
+        self._block(node.body, ctx.plus("main-guard") if _is_main_guard(node.test) else ctx)
         self._block(node.orelse, ctx)
 
     def _try(self, node: ast.Try | ast.TryStar, ctx: _Ctx) -> None:
@@ -885,6 +994,28 @@ class _Walker:
                 if isinstance(sub, ast.Name):
                     self._write(scope, sub.id, "other")
 
+    def _construct(self, kind: str, node: ast.AST, labels: frozenset[str]) -> None:
+        self.constructs[kind].append(node)
+        if not _EXCUSES.isdisjoint(labels):
+            self.excused[id(node)] = labels & _EXCUSES
+
+    def _self_store(self, target: ast.Attribute, value: ast.expr | None, scope: _Scope) -> bool:
+        """Record a binding of ``self.<attr>`` in a method; whether ``target`` is one."""
+        receiver = target.value
+        if not (isinstance(receiver, ast.Name) and receiver.id == "self"):
+            return False
+        owner = _method_class(scope)
+        if owner is None:
+            return False
+        key = (id(owner), target.attr)
+        if isinstance(value, ast.Call):
+            self._reference(target.attr, value)  # self.pause = partial(time.sleep, 1)
+        if key in self.self_attrs:
+            self.self_attrs[key].append((value, scope))
+        else:
+            self.self_attrs[key] = [(value, scope)]
+        return True
+
     def _import_binding(self, local: str, qualified: str, scope: _Scope) -> None:
         scope.imports[local] = qualified
         self.flat_imports[local] = qualified
@@ -898,17 +1029,33 @@ class _Walker:
 
     def _assign(self, node: ast.Assign, ctx: _Ctx) -> None:
         kind = _string_kind(node.value, ctx.scope.string_kind) if self.strings else ""
-        self._expr(node.value, ctx)
+        value = node.value
+        self._expr(value, ctx)
         for target in node.targets:
             if isinstance(target, ast.Name):
-                self._bind(target.id, ctx.scope, node.value)
-            else:
+                self._bind(target.id, ctx.scope, value)
+                if isinstance(value, ast.Name | ast.Attribute | ast.Call):
+                    self._reference(target.id, value)
+            elif not (
+                isinstance(target, ast.Attribute) and self._self_store(target, value, ctx.scope)
+            ):
                 self._target(target, ctx)
         for target in node.targets:
             if isinstance(target, ast.Name):
                 self._write(ctx.scope, target.id, kind)
             else:
                 self._forget([target], ctx.scope)
+
+    def _reference(self, name: str, value: ast.Name | ast.Attribute | ast.Call) -> None:
+        """Note the words of what ``name = value`` may make it stand for (a function
+        reference ``f = time.sleep`` or ``f = partial(subprocess.run, ...)``)."""
+        target = _partial_target(value) if isinstance(value, ast.Call) else value
+        parts = _dotted_parts(target) if target is not None else None
+        if parts:
+            if name in self.references:
+                self.references[name].extend(parts)
+            else:
+                self.references[name] = parts
 
     def _ann_assign(self, node: ast.AnnAssign, ctx: _Ctx) -> None:
         kind = None
@@ -923,6 +1070,11 @@ class _Walker:
             else:  # a declaration, not a binding: the name is local all the same
                 scope.locals.add(target.id)
                 self.bound.add(target.id)
+        elif isinstance(target, ast.Attribute) and (
+            isinstance(target.value, ast.Name) and target.value.id == "self"
+        ):
+            if node.value is not None and not self._self_store(target, node.value, ctx.scope):
+                self._target(target, ctx)
         else:
             self._target(target, ctx)
         self._expr(node.annotation, ctx)
@@ -958,7 +1110,7 @@ class _Walker:
         for alias in node.names:
             if alias.name == "*":
                 self.imports.append(_Import(module, node))
-                self.constructs["star-import"].append(node)
+                self._construct("star-import", node, ctx.labels)
                 continue
             qualified = f"{module}.{alias.name}" if node.module else module + alias.name
             self.imports.append(_Import(qualified, node))
@@ -971,19 +1123,26 @@ class _Walker:
     ) -> _Ctx:
         """Record defaults and bind the parameters; return the body's context."""
         args = node.args
+        excused = ctx.labels & _EXCUSES
+        if not isinstance(node, ast.Lambda) and (
+            node.name.startswith("test_") or ("test-class" in ctx.labels and ctx.scope.is_class)
+        ):
+            excused |= _TEST_FUNCTION
         if args.defaults or args.kw_defaults:
             defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-            self.constructs["mutable-default-arg"].extend(
-                d for d in defaults if _mutable_default(d)
-            )
+            for default in defaults:
+                if _mutable_default(default):
+                    self._construct("mutable-default-arg", default, excused)
         names = _param_names(args)
         self.bound.update(names)
         scope = _Scope(ctx.scope, False, names, function=True)
         if not isinstance(node, ast.Lambda):
             self.scopes.append(scope)
             self._bind(node.name, ctx.scope)
-        labels = _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else None
-        return _Ctx(labels or _FUNCTION_LABELS, scope)
+        labels = (
+            _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else _FUNCTION_LABELS
+        )
+        return _Ctx(labels | excused if excused else labels, scope)
 
     def _function_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef, ctx: _Ctx) -> None:
         inner = self._function(node, ctx)
@@ -1027,7 +1186,8 @@ class _Walker:
 
     def _class_def(self, node: ast.ClassDef, ctx: _Ctx) -> None:
         self._bind(node.name, ctx.scope)
-        inner = _Ctx(ctx.labels, _Scope(parent=ctx.scope, is_class=True))
+        labels = ctx.labels | {"test-class"} if node.name.startswith("Test") else ctx.labels
+        inner = _Ctx(labels, _Scope(parent=ctx.scope, is_class=True))
         self.scopes.append(inner.scope)
         for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
             self._expr(expr, ctx)
@@ -1052,9 +1212,9 @@ class _Walker:
 
     def _handler(self, node: ast.ExceptHandler, ctx: _Ctx) -> None:
         if node.type is None:
-            self.constructs["bare-except"].append(node)
+            self._construct("bare-except", node, ctx.labels)
         if _broad_exception(node.type) and _swallows(node.body):
-            self.constructs["broad-except-swallow"].append(node)
+            self._construct("broad-except-swallow", node, ctx.labels)
         if node.name:
             self._bind(node.name, ctx.scope)
             self._write(ctx.scope, node.name, "other")
@@ -1080,14 +1240,14 @@ class _Walker:
     # plain constructs
 
     def _global(self, node: ast.Global, ctx: _Ctx) -> None:
-        self.constructs["global-statement"].append(node)
+        self._construct("global-statement", node, ctx.labels)
         self.declared.update(node.names)
 
     def _nonlocal(self, node: ast.Nonlocal, ctx: _Ctx) -> None:
         self.declared.update(node.names)
 
     def _assert(self, node: ast.Assert, ctx: _Ctx) -> None:
-        self.constructs["assert-statement"].append(node)
+        self._construct("assert-statement", node, ctx.labels)
         self._expr(node.test, ctx)
         if node.msg is not None:
             self._expr(node.msg, ctx)
@@ -1158,6 +1318,9 @@ class _Walker:
     # The commonest expressions, their children listed directly (as _children would).
 
     def _visit_Attribute(self, node: ast.Attribute | ast.Starred, ctx: _Ctx) -> list[_Task]:
+        if type(node.ctx) is not ast.Load and type(node) is ast.Attribute:
+            assert isinstance(node, ast.Attribute)
+            self._self_store(node, None, ctx.scope)  # self.x += 1, for self.x in ...
         return [(node.value, ctx)]
 
     _visit_Starred = _visit_Attribute
@@ -1305,6 +1468,7 @@ class _Analysis:
         self.flat_imports = walker.flat_imports
         self.bound = walker.bound
         self.constructs = walker.constructs
+        self.excused = walker.excused
         self._static_imports = walker.imports
         self._dynamic_imports: list[tuple[tuple[int, int], _Import]] = []
         self.imports: list[_Import] = []
@@ -1314,14 +1478,34 @@ class _Analysis:
         # Spans by node id; holding the tree keeps the ids unique.
         self._tree = tree
         self._spans: dict[int, Span] = {}
+        # The partial(...) calls (by id) whose name is called: those calls stand for them.
+        self.called_partials: set[int] = set()
         self.imports = sorted(self._static_imports, key=_import_position)
         self._add_calls(list(walker.calls))
 
     def _add_calls(self, calls: list[_Call]) -> None:
         """Resolve newly walked calls; keep ``calls`` and ``imports`` sorted by position."""
         dynamic = len(self._dynamic_imports)
+        extra: list[_Call] = []
         for call in calls:
-            call.name = self.resolve(call.node.func, call.scope)
+            func = call.node.func
+            call.name = self.resolve(func, call.scope)
+            if call.name in _PARTIALS:
+                wrapped = self._wrapped_call(call)
+                if wrapped is not None:
+                    extra.append(wrapped)
+            elif isinstance(func, ast.Name) and func.id in self._walker.references:
+                self._through_partial(call, self._bound_partial(func.id, call.scope))
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr in self._walker.references
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+            ):
+                found = self._self_partial(func.attr, call.scope)
+                if found is not None:
+                    call.name = found[1]
+                    self._through_partial(call, found)
             if call.name in _DYNAMIC_IMPORTS:
                 args = _call_args(call)
                 target = args.plain[0] if args.plain else args.keywords.get("name")
@@ -1329,13 +1513,80 @@ class _Analysis:
                     self._dynamic_imports.append((call.rank, _Import(target.value, call.node)))
         # A new list, not the old one extended: a rule that holds the old one while
         # a condition makes the analysis walk more (see :meth:`mutated`) iterates on.
-        merged = [*self.calls, *calls]
+        merged = [*self.calls, *calls, *extra]
         merged.sort(key=_call_order)
         self.calls = merged
         if len(self._dynamic_imports) > dynamic:
             self._dynamic_imports.sort(key=lambda pair: pair[0])
             imports = [*self._static_imports, *(imp for _, imp in self._dynamic_imports)]
             self.imports = sorted(imports, key=_import_position)
+
+    def _wrapped_call(self, call: _Call) -> _Call | None:
+        """For ``partial(f, *args, **kw)`` with ``f`` resolved: the call of ``f`` with
+        partial's other arguments, placed where the partial call is."""
+        node = call.node
+        target = _partial_target(node)
+        if target is None or self.known_name(node.func, call.scope) not in _PARTIALS:
+            return None
+        name = self.known_name(target, call.scope)
+        if name is None:
+            return None
+        wrapped = ast.copy_location(ast.Call(target, node.args[1:], node.keywords), node)
+        return _Call(
+            wrapped, call.labels, call.scope, call.clock, call.rank, name=name, partial=node
+        )
+
+    def _bound_partial(
+        self, name: str, scope: _Scope, depth: int = 0
+    ) -> tuple[ast.Call, str, _Scope] | None:
+        """For a local ``name`` bound once to ``partial(f, ...)`` with ``f`` resolved:
+        that call, ``f``'s name and the scope of the binding."""
+        found = self.single(name, scope)
+        if found is None:
+            return None
+        value, owner = found
+        if not isinstance(value, ast.Call):
+            return None
+        target = _partial_target(value)
+        if target is None or self.known_name(value.func, owner, depth + 1) not in _PARTIALS:
+            return None
+        wrapped = self.known_name(target, owner, depth + 1)
+        return None if wrapped is None else (value, wrapped, owner)
+
+    def _self_partial(self, attr: str, scope: _Scope) -> tuple[ast.Call, str, _Scope] | None:
+        """For ``self.<attr>`` bound once in the methods of the class to
+        ``partial(f, ...)`` with ``f`` resolved: that call, ``f``'s name, its scope."""
+        owner = _method_class(scope)
+        bindings = self._walker.self_attrs.get((id(owner), attr)) if owner is not None else None
+        if bindings is None or len(bindings) != 1:
+            return None
+        value, where = bindings[0]
+        target = _partial_target(value) if value is not None else None
+        if (
+            target is None
+            or not isinstance(value, ast.Call)
+            or self.known_name(value.func, where) not in _PARTIALS
+        ):
+            return None
+        wrapped = self.known_name(target, where)
+        return None if wrapped is None else (value, wrapped, where)
+
+    def _through_partial(self, call: _Call, found: tuple[ast.Call, str, _Scope] | None) -> None:
+        """Give a call of a name (or ``self.<attr>``) bound once to ``partial(f, ...)``
+        the partial's arguments ahead of its own (its own keywords win, as in functools)."""
+        if found is None:
+            return
+        bound, _, owner = found
+        node = call.node
+        self.called_partials.add(id(bound))
+        merged = ast.Call(
+            node.func, [*bound.args[1:], *node.args], [*bound.keywords, *node.keywords]
+        )
+        args = _call_args(_Call(merged, call.labels, call.scope, call.clock, call.rank))
+        if owner is not call.scope:
+            own = {kw.arg for kw in node.keywords}
+            args.scopes = {kw.arg: owner for kw in bound.keywords if kw.arg and kw.arg not in own}
+        call.args = args
 
     def need(self, words: tuple[str, ...], prefixes: tuple[str, ...] = ()) -> None:
         """Walk the deferred expressions that may hold a call whose resolved name has
@@ -1361,6 +1612,23 @@ class _Analysis:
             if word in aliases:
                 names.update(aliases[word])
         lines = self.lines_with(names)
+        references = walker.references
+        if references:
+            # Names bound to a dotted name (or a partial of one) with one of the
+            # words, followed through names bound to those names in turn.
+            found: set[str] = set()
+            for _ in range(_MAX_RECEIVER_DEPTH):
+                more = {
+                    name
+                    for name, parts in references.items()
+                    if name not in found and not names.isdisjoint(parts)
+                }
+                if not more:
+                    break
+                found |= more
+                names |= more
+            if found:
+                lines |= self.lines_with(found, keywords=True)
         if prefixes:
             receivers = self._receivers_of(frozenset(prefixes))
             if receivers:
@@ -1398,6 +1666,13 @@ class _Analysis:
                     known = self.receiver(name, scope)
                     if known is not None and not words.isdisjoint(known.split(".")):
                         out.add(name)
+        classes = {id(scope): scope for scope in self._walker.scopes if scope.is_class}
+        for (owner, attr), bindings in self._walker.self_attrs.items():
+            if attr not in out:
+                # Looked up from one of the methods that bind it.
+                known = self.self_attribute(attr, bindings[0][1]) if owner in classes else None
+                if known is not None and not words.isdisjoint(known.split(".")):
+                    out.add(attr)
         return out
 
     def lines_with(self, words: Iterable[str], keywords: bool = False) -> set[int]:
@@ -1464,12 +1739,62 @@ class _Analysis:
             qualified = self.flat_imports.get(expr.id)
         if qualified is None:
             if attrs and (hidden or expr.id in self.bound):
-                known = self.receiver(expr.id, scope, depth) if hidden else None
+                known = None
+                if hidden:
+                    known = self.receiver(expr.id, scope, depth) or self.reference(
+                        expr.id, scope, depth
+                    )
+                    if known is None and expr.id == "self" and len(attrs) > 1:
+                        known = self.self_attribute(attrs[0], scope, depth)
+                        if known is not None:
+                            return ".".join([known, *attrs[1:]])
                 if known is not None:
                     return ".".join([known, *attrs])
                 return "*." + ".".join(attrs)
+            if hidden:
+                known = self.reference(expr.id, scope, depth)
+                if known is not None:
+                    return known
             qualified = expr.id
         return ".".join([qualified, *attrs])
+
+    def reference(self, name: str, scope: _Scope, depth: int = 0) -> str | None:
+        """The resolved dotted name a local ``name`` stands for when it is bound once to
+        one (``sleep = time.sleep``) or to ``functools.partial`` of one; None otherwise
+        (a parameter, whatever its default, included)."""
+        if depth > _MAX_RECEIVER_DEPTH or name not in self._walker.references:
+            return None
+        found = self.single(name, scope)
+        if found is None:
+            return None
+        value, owner = found
+        if isinstance(value, ast.Name | ast.Attribute):
+            return self.known_name(value, owner, depth + 1)
+        bound = self._bound_partial(name, scope, depth + 1)
+        return None if bound is None else bound[1]
+
+    def self_attribute(self, attr: str, scope: _Scope, depth: int = 0) -> str | None:
+        """The dotted name of the object ``self.<attr>`` stands for in a method: every
+        binding of it in the methods of the class is an assignment of a call of the
+        same resolved name (``self.session = requests.Session()``)."""
+        owner = _method_class(scope)
+        if owner is None or depth > _MAX_RECEIVER_DEPTH:
+            return None
+        bindings = self._walker.self_attrs.get((id(owner), attr))
+        if not bindings:
+            return None
+        known: str | None = None
+        for value, where in bindings:
+            if type(value) is ast.Await:
+                assert isinstance(value, ast.Await)
+                value = value.value
+            if not isinstance(value, ast.Call):
+                return None
+            name = self.known_name(value.func, where, depth + 1)
+            if name is None or (known is not None and name != known):
+                return None
+            known = name
+        return known
 
     def known_name(self, expr: ast.expr, scope: _Scope, depth: int = 0) -> str | None:
         """The resolved dotted name of ``expr`` when it names something imported (or a
@@ -1478,9 +1803,10 @@ class _Analysis:
             return None
         if isinstance(expr, ast.Name):
             qualified, hidden = scope.binding(expr.id)
-            if qualified is None and (
-                hidden or (expr.id in self.bound and expr.id not in self.flat_imports)
-            ):
+            if qualified is None and hidden:
+                # A function reference (f = time.sleep), else something of the code's own.
+                return self.reference(expr.id, scope, depth + 1)
+            if qualified is None and expr.id in self.bound and expr.id not in self.flat_imports:
                 return None  # a function or class of the code itself, or a variable
         name = self.resolve(expr, scope, depth)
         if name is None or name.startswith("*."):
@@ -1950,7 +2276,11 @@ def _companions(where: Where, analysis: _Analysis) -> _Companions:
     out: _Companions = {}
     for call in analysis.calls:
         name = call.name
-        if name is not None and any(_match_call_name(p, name) for p in names):
+        if (
+            name is not None
+            and call.partial is None
+            and any(_match_call_name(p, name) for p in names)
+        ):
             body = call.scope.body
             if body in out:
                 out[body].append(call)
@@ -2004,6 +2334,10 @@ def _where_holds(
             return False
         if where.max_args is not None and (args.star or len(args.plain) > where.max_args):
             return False
+    if call.partial is not None and (
+        where.inside is not None or where.not_inside is not None or where.same_function_as
+    ):
+        return False  # where f will run is not known where partial(f, ...) is
     if where.inside is not None and where.inside not in call.labels:
         return False
     if where.not_inside is not None and where.not_inside in call.labels:
@@ -2023,10 +2357,12 @@ def _call_hits(params: Params, analysis: _Analysis) -> list[_Call]:
     # The list as it stands: a condition may make the analysis walk more (the
     # calls it finds then cannot match this rule: they lie on other lines).
     calls = analysis.calls
+    called = analysis.called_partials
     return [
         call
         for call in calls
         if call.name is not None
+        and (call.partial is None or id(call.partial) not in called)
         and any(_match_call_name(p, call.name) for p in params.names)
         and (where is None or _where_holds(where, call, analysis, companions))
     ]
@@ -2045,8 +2381,11 @@ def _describe_call(call: _Call, where: Where | None, analysis: _Analysis) -> str
         while isinstance(func, ast.Attribute):
             func, depth = func.value, depth + 1
         if depth and isinstance(func, ast.Name) and call.scope.binding(func.id)[1]:
-            on = f" on {name.rsplit('.', depth)[0]}"
-            name = analysis.snippet(call.node.func)
+            if func.id == "self" and analysis.receiver("self", call.scope) is None:
+                depth -= 1  # self.session.get() on requests.Session; self.pause(), a partial
+            if depth:
+                on = f" on {name.rsplit('.', depth)[0]}"
+                name = analysis.snippet(call.node.func)
     parts: list[str] = []
     if where is not None:
         if where.arg_dynamic_string is not None:
@@ -2115,6 +2454,10 @@ def _forbid_construct(params: Params, analysis: _Analysis) -> CheckResult:
     construct = params.construct_kind or ""
     label = CONSTRUCT_LABELS.get(construct, construct)
     nodes = sorted(analysis.constructs.get(construct, ()), key=_position)
+    if params.outside and nodes:
+        excused = analysis.excused
+        outside = set(params.outside)
+        nodes = [n for n in nodes if outside.isdisjoint(excused.get(id(n), ()))]
     if not nodes:
         return _constant(params, lambda: CheckResult(passed=True, reason=f"no {label}"))
     unique = list({id(node): node for node in nodes}.values())

@@ -1143,9 +1143,303 @@ def test_known_objects_with_conditions(names: list[str], code: str, violates: bo
     assert result.passed is not violates, result.reason
 
 
+# --- function references, functools.partial, self attributes ----------------
+
+SHELL = {"keyword": {"shell": True}}
+NO_TIMEOUT = {"missing_keyword": ["timeout"]}
+SESSION_GET = ["requests.Session.get"]
+IMPORT_SP = "import subprocess\n"
+PARTIAL = "import subprocess\nfrom functools import partial\n"
+
+REFERENCES = [
+    *group(
+        SLEEP,
+        None,
+        rows=[
+            ("module-reference", "import time\n_sleep = time.sleep\n_sleep(1)", True),
+            ("in-function", "import time\ndef f():\n    nap = time.sleep\n    nap(1)", True),
+            (
+                "module-seen-in-function",
+                "import time\nnap = time.sleep\ndef f():\n    nap(1)",
+                True,
+            ),
+            ("unimported-module", "nap = time.sleep\nnap(1)", True),
+            ("through-names", "import time\na = time.sleep\nb = a\nb(1)", True),
+            ("from-import-alias", "from time import sleep as nap\nnap(1)", True),
+            ("alias-of-import-alias", "from time import sleep as nap\nz = nap\nz(1)", True),
+            ("module-alias", "import time\nt = time\nt.sleep(1)", True),
+            ("not-called", "import time\nnap = time.sleep\nprint(nap)", False),
+            ("bound-twice", "import time\nnap = time.sleep\nnap = print\nnap(1)", False),
+            ("parameter-default", "import time\ndef f(nap=time.sleep):\n    nap(1)", False),
+            ("keyword-only-default", "import time\ndef f(*, nap=time.sleep):\n    nap(1)", False),
+            ("own-function", "def pause(s): ...\nnap = pause\nnap(1)", False),
+            (
+                "global-declared",
+                "import time\nnap = time.sleep\ndef g():\n    global nap\nnap(1)",
+                False,
+            ),
+            ("loop-bound", "import time\nfor nap in [time.sleep]:\n    nap(1)", False),
+        ],
+    ),
+    *group(
+        RUN,
+        SHELL,
+        rows=[
+            (
+                "reference-with-keyword",
+                IMPORT_SP + "run = subprocess.run\nrun(c, shell=True)",
+                True,
+            ),
+            ("reference-without-keyword", IMPORT_SP + "run = subprocess.run\nrun(c)", False),
+            ("partial-keyword", PARTIAL + "partial(subprocess.run, shell=True)", True),
+            (
+                "functools-partial",
+                "import functools, subprocess\nf = functools.partial(subprocess.run, shell=True)",
+                True,
+            ),
+            ("partial-of-reference", PARTIAL + "r = subprocess.run\npartial(r, shell=True)", True),
+            (
+                "partial-bound-called",
+                PARTIAL + "p = partial(subprocess.run, shell=True)\np(c)",
+                True,
+            ),
+            ("call-adds-keyword", PARTIAL + "p = partial(subprocess.run)\np(c, shell=True)", True),
+            (
+                "call-overrides",
+                PARTIAL + "p = partial(subprocess.run, shell=True)\np(c, shell=False)",
+                False,
+            ),
+            ("partial-other-keyword", PARTIAL + "partial(subprocess.run, check=True)", False),
+            (
+                "own-partial",
+                IMPORT_SP + "def partial(*a, **k): ...\npartial(subprocess.run, shell=True)",
+                False,
+            ),
+            ("partial-of-unknown", PARTIAL + "def f(g):\n    partial(g, shell=True)", False),
+            (
+                "partial-in-other-scope",
+                PARTIAL + "p = partial(subprocess.run, shell=True)\ndef g():\n    p(c)",
+                True,
+            ),
+        ],
+    ),
+    *group(
+        RUN,
+        NO_TIMEOUT,
+        rows=[
+            ("partial-without-timeout", PARTIAL + "partial(subprocess.run, check=True)", True),
+            ("partial-with-timeout", PARTIAL + "partial(subprocess.run, timeout=5)", False),
+            (
+                "bound-partial-gives-timeout",
+                PARTIAL + "p = partial(subprocess.run, timeout=5)\np(c)",
+                False,
+            ),
+            ("call-gives-timeout", PARTIAL + "p = partial(subprocess.run)\np(c, timeout=5)", False),
+            ("neither-gives-timeout", PARTIAL + "p = partial(subprocess.run)\np(c)", True),
+            (
+                "bound-partial-not-called",
+                PARTIAL + "p = partial(subprocess.run)\npool.map(p, xs)",
+                True,
+            ),
+            ("partial-splat", PARTIAL + "partial(subprocess.run, **{'timeout': 5})", False),
+        ],
+    ),
+    *group(
+        SESSION_GET,
+        None,
+        rows=[
+            (
+                "self-attribute",
+                "import requests\nclass A:\n    def __init__(self):\n"
+                "        self.s = requests.Session()\n    def f(self):\n        self.s.get(u)",
+                True,
+            ),
+            (
+                "self-annotated-attribute",
+                "import requests\nclass A:\n    def __init__(self):\n"
+                "        self.s: requests.Session = requests.Session()\n"
+                "    def f(self):\n        self.s.get(u)",
+                True,
+            ),
+            (
+                "same-value-twice",
+                "import requests\nclass A:\n    def a(self):\n        self.s = requests.Session()\n"
+                "    def b(self):\n        self.s = requests.Session()\n        self.s.get(u)",
+                True,
+            ),
+            (
+                "different-values",
+                "import requests, httpx\nclass A:\n    def a(self):\n        self.s = requests.Session()\n"
+                "    def b(self):\n        self.s = httpx.Client()\n        self.s.get(u)",
+                False,
+            ),
+            (
+                "from-parameter",
+                "import requests\nclass A:\n    def __init__(self, s):\n        self.s = s\n"
+                "    def f(self):\n        self.s.get(u)",
+                False,
+            ),
+            (
+                "also-loop-target",
+                "import requests\nclass A:\n    def a(self):\n        self.s = requests.Session()\n"
+                "        for self.s in xs:\n            self.s.get(u)",
+                False,
+            ),
+            (
+                "other-class",
+                "import requests\nclass A:\n    def a(self):\n        self.s = requests.Session()\n"
+                "class B:\n    def f(self):\n        self.s.get(u)",
+                False,
+            ),
+            (
+                "outside-a-method",
+                "import requests\ndef a(self):\n    self.s = requests.Session()\n    self.s.get(u)",
+                False,
+            ),
+            (
+                "own-class-call",
+                "class A:\n    def a(self):\n        self.s = make()\n    def f(self):\n        self.s.get(u)",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        ["*.s.get"],
+        None,
+        rows=[
+            (
+                "unresolved-keeps-wildcard",
+                "class A:\n    def __init__(self, s):\n        self.s = s\n    def f(self):\n        self.s.get(u)",
+                True,
+            ),
+        ],
+    ),
+    *group(
+        ["requests.*"],
+        None,
+        rows=[
+            (
+                "prefix-on-self-attribute",
+                "import requests\nclass A:\n    def __init__(self):\n"
+                "        self.s = requests.Session()\n    def f(self):\n        return self.s.get(u)",
+                True,
+            ),
+            (
+                "prefix-through-reference",
+                "import requests\ng = requests.get\ndef f():\n    g(u)",
+                True,
+            ),
+        ],
+    ),
+    *group(
+        SLEEP,
+        {"inside": "loop"},
+        rows=[
+            (
+                "self-partial-called",
+                "import functools, time\nclass M:\n    def __init__(self, t):\n"
+                "        self.pause = functools.partial(time.sleep, t)\n"
+                "    def run(self):\n        while True:\n            self.pause()",
+                True,
+            ),
+            (
+                "self-partial-bound-twice",
+                "import functools, time\nclass M:\n    def __init__(self, t):\n"
+                "        self.pause = functools.partial(time.sleep, t)\n"
+                "        self.pause = print\n"
+                "    def run(self):\n        while True:\n            self.pause()",
+                False,
+            ),
+            (
+                "self-partial-passed-on",
+                "import functools, time\nclass M:\n    def __init__(self, t):\n"
+                "        self.pause = functools.partial(time.sleep, t)\n"
+                "    def run(self):\n        while True:\n            go(self.pause)",
+                False,
+            ),
+        ],
+    ),
+    # Where partial(f, ...) is, f does not run: context conditions do not hold for it.
+    *group(
+        ["requests.*"],
+        {"inside": "async-def"},
+        rows=[
+            (
+                "partial-passed-to-executor",
+                "import functools, requests\nasync def f(loop):\n"
+                "    p = functools.partial(requests.head, u)\n"
+                "    await loop.run_in_executor(None, p)",
+                False,
+            ),
+            (
+                "bound-partial-called-in-coroutine",
+                "import functools, requests\np = functools.partial(requests.head, u)\n"
+                "async def f():\n    p()",
+                True,
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), REFERENCES)
+def test_forbid_call_through_references(
+    names: list[str], where: dict[str, Any] | None, code: str, violates: bool
+) -> None:
+    result = check(code, rule="forbid-call", names=names, where=where)
+    assert result.passed is not violates, result.reason
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), REFERENCES)
+def test_require_call_through_references(
+    names: list[str], where: dict[str, Any] | None, code: str, violates: bool
+) -> None:
+    assert check(code, rule="require-call", names=names, where=where).passed is violates
+
+
+def test_partial_reason_and_span() -> None:
+    result = check(
+        PARTIAL + "p = partial(subprocess.run, shell=True)\np(c)", rule="forbid-call", names=RUN
+    )
+    assert result.reason == "forbidden call subprocess.run() at line 4"
+    assert [s.line for s in result.evidence] == [4]
+    result = check(
+        PARTIAL + "x = 1\npartial(subprocess.run, shell=True)", rule="forbid-call", names=RUN
+    )
+    assert [s.line for s in result.evidence] == [4]
+    code = (
+        "import requests\nclass A:\n    def __init__(self):\n"
+        "        self.s = requests.Session()\n    def f(self):\n        self.s.get(u)"
+    )
+    result = check(code, rule="forbid-call", names=SESSION_GET)
+    assert result.reason == "forbidden call self.s.get() on requests.Session at line 6"
+    code = (
+        "import functools, time\nclass M:\n    def __init__(self, t):\n"
+        "        self.pause = functools.partial(time.sleep, t)\n"
+        "    def run(self):\n        self.pause()"
+    )
+    result = check(code, rule="forbid-call", names=SLEEP)
+    assert result.reason == "forbidden call time.sleep() at line 6"
+
+
 HOSTILE_BINDINGS = group(
     rows=[
         ("receiver-cycle", "a = a.b()\na.get(u)\n"),
+        ("partial-of-itself", "p = partial(p)\np()\np.get(u)\n"),
+        ("reference-cycle", "a = b\nb = a\na()\nb.get(u)\n"),
+        ("partial-without-function", "from functools import partial\npartial()\npartial(*x)()\n"),
+        (
+            "self-from-itself",
+            "class A:\n    def f(self):\n        self.x = self.x()\n        self.x.get()\n",
+        ),
+        (
+            "self-partial-of-itself",
+            "class A:\n    def f(self):\n        self.p = partial(self.p)\n        self.p()\n",
+        ),
+        (
+            "partial-of-partial",
+            "import functools\nq = functools.partial(functools.partial, print)\nq(1)()\n",
+        ),
         ("mutual-receivers", "a = b.x()\nb = a.y()\na.get(u)\nb.get(u)\n"),
         ("name-cycle", "a = b\nb = a\nf(shell=a, **a)\n"),
         (
@@ -1401,6 +1695,62 @@ def test_forbid_construct(construct: str, code: str, lines: list[int]) -> None:
 
 def test_every_construct_is_tested() -> None:
     assert {p.values[0] for p in CONSTRUCTS} == set(CONSTRUCT_LABELS)
+
+
+EXCUSED = ["test-function", "main-guard"]
+CONSTRUCTS_OUTSIDE = [
+    *group(
+        "assert-statement",
+        EXCUSED,
+        rows=[
+            ("test-function", "def test_x():\n    assert 1", []),
+            ("test-method", "class TestX:\n    def check(self):\n        assert 1", []),
+            ("nested-in-test", "def test_x():\n    def inner():\n        assert 1", []),
+            ("main-guard", "if __name__ == '__main__':\n    assert 1", []),
+            ("main-guard-reversed", "if '__main__' == __name__:\n    assert 1", []),
+            ("main-guard-else", "if __name__ == '__main__':\n    pass\nelse:\n    assert 1", [4]),
+            ("plain-function", "def check():\n    assert 1", [2]),
+            ("testing-prefix", "def testing():\n    assert 1", [2]),
+            ("test-class-body", "class TestX:\n    assert 1", [2]),
+            ("method-of-other-class", "class X:\n    def test(self):\n        assert 1", [3]),
+            ("mixed", "def test_x():\n    assert 1\nassert 2", [3]),
+            ("other-guard", "if __name__ == 'x':\n    assert 1", [2]),
+        ],
+    ),
+    *group(
+        "assert-statement",
+        ["main-guard"],
+        rows=[("test-not-excused", "def test_x():\n    assert 1", [2])],
+    ),
+    *group(
+        "mutable-default-arg",
+        ["test-function"],
+        rows=[
+            ("own-default", "def test_x(a=[]):\n    pass", []),
+            ("other-default", "def f(a=[]):\n    pass", [1]),
+        ],
+    ),
+    *group(
+        "bare-except",
+        ["main-guard"],
+        rows=[
+            (
+                "in-guard-function",
+                "if __name__ == '__main__':\n    try:\n        f()\n    except:\n        pass",
+                [],
+            )
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("construct", "outside", "code", "lines"), CONSTRUCTS_OUTSIDE)
+def test_forbid_construct_outside(
+    construct: str, outside: list[str], code: str, lines: list[int]
+) -> None:
+    result = check(code, rule="forbid-construct", construct=construct, outside=outside)
+    assert result.passed is (not lines), result.reason
+    assert [s.line for s in result.evidence] == lines
 
 
 # --- evidence spans ---------------------------------------------------------
@@ -1808,6 +2158,11 @@ INVALID_PARAMS = group(
         ("none-or-missing-not-identifier", call_params({"keyword_none_or_missing": ["a-b"]})),
         ("before-without-same-function", call_params({"before": True})),
         ("same-function-bad-name", call_params({"same_function_as": ["a..b"]})),
+        ("outside-on-call-rule", {"rule": "forbid-call", "names": RUN, "outside": ["main-guard"]}),
+        (
+            "outside-unknown",
+            {"rule": "forbid-construct", "construct": "bare-except", "outside": ["tests"]},
+        ),
     ],
 )
 
