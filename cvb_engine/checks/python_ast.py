@@ -117,6 +117,11 @@ several; ``missing_keyword`` counts a keyword as passed whatever its value,
 while ``keyword_none_or_missing`` also counts ``timeout=None`` (or a name bound
 once to None) as missing, for keywords where None means "no limit".
 
+A call's own function. ``outside_function: [names]`` holds when the call is not
+directly in the body of a function with one of these names (at module level,
+in another function, or in a function nested in one of them): ``flask.Flask``
+outside ``create_app``.
+
 Calls in one function. ``same_function_as: [names]`` ties a call to another:
 the function body holding it — the innermost ``def`` or ``lambda``, or the
 module's top level; class bodies and comprehensions belong to the body around
@@ -275,6 +280,11 @@ class Where(BaseModel):
         description="the call is not in the header or body of a with / async with block "
         "of its own function body",
     )
+    outside_function: list[str] = Field(
+        default_factory=list,
+        description="the call is not directly in the body of a function with one of these "
+        "names (flask.Flask outside create_app: at module level or in any other function)",
+    )
     arg_dynamic_string: NonNegativeInt | None = Field(
         default=None,
         description="positional argument N (or a keyword that positional maps to N) is a "
@@ -305,6 +315,9 @@ class Where(BaseModel):
         bad = sorted(k for k in named | set(self.positional) if not k.isidentifier())
         if bad:
             raise ValueError(f"not a keyword name: {', '.join(bad)}")
+        bad = sorted(n for n in self.outside_function if not n.isidentifier())
+        if bad:
+            raise ValueError(f"outside_function: not a function name: {', '.join(bad)}")
         empty = sorted(k for k, values in self.keyword_in.items() if not values)
         if empty:
             raise ValueError(f"keyword_in lists no value for {', '.join(empty)}")
@@ -1142,6 +1155,9 @@ class _Walker:
         labels = (
             _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else _FUNCTION_LABELS
         )
+        if not isinstance(node, ast.Lambda):
+            # The function's own name, for `outside_function` (its body only, not nested defs).
+            labels = labels | {f"def:{node.name}"}
         return _Ctx(labels | excused if excused else labels, scope)
 
     def _function_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef, ctx: _Ctx) -> None:
@@ -2335,12 +2351,17 @@ def _where_holds(
         if where.max_args is not None and (args.star or len(args.plain) > where.max_args):
             return False
     if call.partial is not None and (
-        where.inside is not None or where.not_inside is not None or where.same_function_as
+        where.inside is not None
+        or where.not_inside is not None
+        or where.same_function_as
+        or where.outside_function
     ):
         return False  # where f will run is not known where partial(f, ...) is
     if where.inside is not None and where.inside not in call.labels:
         return False
     if where.not_inside is not None and where.not_inside in call.labels:
+        return False
+    if where.outside_function and any(f"def:{n}" in call.labels for n in where.outside_function):
         return False
     if where.arg_dynamic_string is not None and not _dynamic_argument(
         call, where.arg_dynamic_string, where, analysis

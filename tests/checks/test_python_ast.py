@@ -2246,3 +2246,46 @@ def test_a_parse_failure_span_stays_on_its_line(code: str) -> None:
         assert line[span.col : span.col + span.length] == line.rstrip()[-1]
     else:
         assert span.length == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "flagged"),
+    [
+        pytest.param("import flask\napp = flask.Flask(__name__)", True, id="module-level"),
+        pytest.param(
+            "from flask import Flask\ndef create_app():\n    return Flask(__name__)",
+            False,
+            id="inside-the-named-function",
+        ),
+        pytest.param(
+            "from flask import Flask\ndef make():\n    return Flask(__name__)",
+            True,
+            id="another-function",
+        ),
+        pytest.param(
+            "from flask import Flask\ndef create_app():\n    def inner():\n"
+            "        return Flask(__name__)\n    return inner()",
+            True,
+            id="nested-function-is-its-own-body",
+        ),
+        pytest.param(
+            "from flask import Flask\nif __name__ == '__main__':\n    Flask(__name__).run()",
+            True,
+            id="main-guard",
+        ),
+        pytest.param(
+            "import functools, flask\nmake = functools.partial(flask.Flask, 'x')",
+            False,
+            id="partial-where-it-runs-is-unknown",
+        ),
+    ],
+)
+def test_outside_function(code: str, flagged: bool) -> None:
+    where = {"outside_function": ["create_app"]}
+    result = check(code, rule="forbid-call", names=["flask.Flask"], where=where)
+    assert result.passed is not flagged, result.reason
+
+
+def test_outside_function_takes_identifiers() -> None:
+    with pytest.raises(ValueError, match="outside_function"):
+        check("x = 1", rule="forbid-call", names=["a.b"], where={"outside_function": ["a.b"]})
