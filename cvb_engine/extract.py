@@ -56,6 +56,7 @@ bounded (no regular expression backtracks over a line more than once).
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import textwrap
 import warnings
@@ -366,6 +367,7 @@ def _code_like_share(lines: list[str]) -> float:
 _REJECTED = re.compile(
     r"\b(don'?t|do not|never|avoid|bad|wrong|incorrect|insecure|unsafe|vulnerable|anti-?pattern|"
     r"not recommended|instead of|naive|problematic|what not to|has (a |two |several )?bugs?|"
+    r"why not|tempting|pitfall|mistake|common error|gotcha|"
     r"(original|old|previous|first|buggy|broken) (version|code|implementation|attempt|draft)|"
     r"^\W*before)\b|❌|🚫",
     re.IGNORECASE | re.MULTILINE,
@@ -386,13 +388,22 @@ _USAGE = re.compile(
     re.IGNORECASE,
 )
 _INTRO_CHARS = 240
+_BUILTINS = frozenset(dir(builtins))
+
+
+_HEADING = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+.+|\*\*[^*\n]+\*\*:?)[ \t]*$", re.MULTILINE)
 
 
 def _intro_tail(intro: str) -> str:
-    """The prose just before a block: its last paragraph, at most a few lines."""
+    """The prose just before a block: its last paragraph (at most a few lines), led
+    by the heading of its section when one stands between it and the block before."""
     tail = intro.strip()[-_INTRO_CHARS:]
     paragraphs = re.split(r"\n\s*\n", tail)
-    return paragraphs[-1] if paragraphs else ""
+    last = paragraphs[-1] if paragraphs else ""
+    headings = _HEADING.findall(intro)
+    if headings and headings[-1].strip() not in last:
+        return f"{headings[-1].strip()}\n{last}"
+    return last
 
 
 def _stance(block: Block) -> str:
@@ -443,7 +454,21 @@ def _top_bindings(tree: ast.Module) -> set[str]:
 
 
 def _used(tree: ast.Module) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    """Names the code reads but binds nowhere (what another block would have to provide)."""
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            (loaded if isinstance(n.ctx, ast.Load) else bound).add(n.id)
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(n.name)
+        elif isinstance(n, ast.alias):
+            bound.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            bound.add(n.name)
+    return loaded - bound - _BUILTINS
 
 
 @dataclass
