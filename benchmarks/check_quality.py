@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -68,17 +69,21 @@ def main(argv: list[str] | None = None) -> int:
         f"samples, {len(thin)} with fewer than 8"
     )
     if args.record:
+        # Floors are rounded down, so that the figure just measured always meets its own floor.
+        def floor(x: float) -> float:
+            return math.floor(x * 1000) / 1000
+
         floors = {
             f"{sid}/{cid}": {
-                "precision": round(c.precision, 3),
-                "recall": round(c.recall, 3),
+                "precision": floor(c.precision),
+                "recall": floor(c.recall),
                 "n": c.n,
             }
             for (sid, cid), c in sorted(results.items())
         }
         floors["overall"] = {
-            "precision": round(total.precision, 3),
-            "recall": round(total.recall, 3),
+            "precision": floor(total.precision),
+            "recall": floor(total.recall),
             "n": total.n,
         }
         FLOORS.write_text(json.dumps(floors, indent=1) + "\n", encoding="utf-8")
