@@ -26,12 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cvb_engine.scenario import LoadedScenario
+from cvb_engine.scenario import LoadedScenario, ScenarioError, _line_for, parse_yaml
 from cvb_engine.scoring import score_code, score_response
 
 
@@ -103,20 +102,39 @@ class Confusion:
         self.false_alarms.extend(other.false_alarms)
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+_Lines = dict[tuple[str | int, ...], int]
+
+
+def _read(path: Path) -> tuple[Any, _Lines]:
+    """A corpus file through the scenarios' safe YAML reader (data and a path → line map)."""
+    try:
+        return parse_yaml(str(path), path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: cannot read: {exc}") from exc
+    except ScenarioError as exc:
+        raise CorpusError(str(exc)) from exc
+
+
+def _validate(
+    model: type[_Model], data: Any, path: Path, lines: _Lines, at: tuple[int, ...] = ()
+) -> _Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = (*at, *first["loc"])
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        line = _line_for(lines, loc)
+        raise CorpusError(f"{path}:{line}: {where}: {first['msg']}") from exc
+
+
 def load_corpus(root: str | Path) -> list[Labelled]:
     """Every sample of every ``*.yaml`` file under ``root``, in file order."""
     out: list[Labelled] = []
     for path in sorted(Path(root).rglob("*.yaml")):
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise CorpusError(f"{path}: {exc}") from exc
-        try:
-            parsed = CorpusFile.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise CorpusError(f"{path}: {where}: {first['msg']}") from exc
+        data, lines = _read(path)
+        parsed = _validate(CorpusFile, data, path, lines)
         seen: set[str] = set()
         for sample in parsed.samples:
             if sample.id in seen:
@@ -213,19 +231,11 @@ def load_replies(root: str | Path) -> list[LabelledReply]:
     out: list[LabelledReply] = []
     seen: set[str] = set()
     for path in sorted(Path(root).rglob("*.yaml")):
-        try:
-            items = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise CorpusError(f"{path}: {exc}") from exc
+        items, lines = _read(path)
         if not isinstance(items, list):
-            raise CorpusError(f"{path}: expected a list of replies")
+            raise CorpusError(f"{path}:1: expected a list of replies")
         for i, item in enumerate(items):
-            try:
-                reply = LabelledReply.model_validate(item)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"])
-                raise CorpusError(f"{path}: [{i}].{where}: {first['msg']}") from exc
+            reply = _validate(LabelledReply, item, path, lines, (i,))
             if reply.id in seen:
                 raise CorpusError(f"{path}: reply id {reply.id!r} appears twice")
             seen.add(reply.id)

@@ -100,3 +100,23 @@ def test_every_cvb_constraint_has_at_least_8_labelled_samples(library: dict) -> 
         if results.get((sid, c.id)) is None or results[(sid, c.id)].n < 8
     ]
     assert thin == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            "scenario: s\nsamples:\n  - id: a\n    constraint: c\n    violates: maybe\n    code: x\n",
+            "x.yaml:5: samples[0].violates",
+            id="field-with-line",
+        ),
+        pytest.param("scenario: [unclosed\n", "x.yaml:2: E001 YAML syntax", id="yaml-syntax"),
+        pytest.param("scenario: !!python/object:os.system x\n", "x.yaml:1", id="unsafe-tag"),
+    ],
+)
+def test_a_bad_corpus_file_names_its_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    from cvb_engine.quality import CorpusError
+
+    (tmp_path / "x.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(CorpusError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_corpus(tmp_path)
