@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 import textwrap
 import warnings
@@ -252,6 +253,10 @@ _SHELL_WORDS = re.compile(
 _NOTEBOOK_MAGIC = re.compile(r"^[ \t]*[!%]")
 
 
+# A reply's block is parsed to classify it, to choose the solution and to judge
+# the outcome: the same text, so the last few parses are remembered (the trees
+# are only read, never changed, by extraction and by the checks).
+@functools.lru_cache(maxsize=32)
 def _parses(code: str) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
@@ -322,7 +327,7 @@ def _classify(block: Block) -> str:
         tree = _parses(block.body)
         if tree is None or not _meaningful(tree):
             return "requirements"
-    code = _without_magic(block.body)
+    code = _without_magic(block.body).strip("\n")  # as _from_blocks parses it
     tree = _parses(code)
     if tree is None:
         # A tagged block that does not parse is still the model's (broken) code;
