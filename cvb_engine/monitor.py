@@ -51,6 +51,9 @@ _STORED: dict[str, RunState] = {
     "finished": "finished",
     "cancelled": "cancelled",
     "failed": "failed",
+    # Sending ended with cells still missing (DESIGN §11): shown as failed, and
+    # resumable, until the studio has a state of its own for it.
+    "incomplete": "failed",
 }
 
 

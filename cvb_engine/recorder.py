@@ -74,6 +74,10 @@ from cvb_engine.store import (
 Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
 
 HEARTBEAT_S = 2.0
+#: Answers longer than this wait for the scorer as a record id only, and are read
+#: back from the store when their turn comes: a slow scorer behind a fast endpoint
+#: must not hold hundreds of long replies in memory.
+INLINE_SCORE_CHARS = 16_384
 #: The scorer commits at least this often while it has work, so a live view
 #: sees accuracy grow even when checks are slow (``exec`` runs a sandbox).
 SCORE_COMMIT_S = 0.5
@@ -98,6 +102,8 @@ class Finished:
     attempts: int
     messages_sha256: str
     reasoning: str | None = None
+    # The reply was longer than --max-response-chars (or the body limit): stored cut.
+    response_cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,7 +290,8 @@ class _Outbox:
             return False
 
 
-ScoreJob = tuple[int, str, str, str | None]  # record id, scenario id, response, finish reason
+# Record id, scenario id, response (None: read it from the store), finish reason.
+ScoreJob = tuple[int, str, str | None, str | None]
 # A record's score columns, its constraint rows and its check rows (results.score_rows).
 ScoreRows = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]
 
@@ -312,6 +319,7 @@ class _Store:
             "completion_tokens": bindparam("completion_tokens"),
             "finish_reason": bindparam("finish_reason"),
             "reasoning": bindparam("reasoning"),
+            "response_cut": bindparam("response_cut"),
             "created": bindparam("created"),
         }
         # An error record turned into an answer (or a newer error): never touch a
@@ -388,7 +396,7 @@ class _Store:
             for item, record_id in zip(new, conn.execute(stmt, rows).scalars(), strict=True):
                 ids[item.cell] = record_id
                 if item.status == "ok":
-                    jobs.append((record_id, item.cell[1], item.response or "", item.finish_reason))
+                    jobs.append(_job(record_id, item))
         for item in items:
             record_id = self.stored.get(item.cell)
             if record_id is None:
@@ -396,7 +404,7 @@ class _Store:
             params = {**self._answer(item, now), "rid": record_id}
             params["more_attempts"] = item.attempts
             if conn.execute(self._overwrite, params).rowcount and item.status == "ok":
-                jobs.append((record_id, item.cell[1], item.response or "", item.finish_reason))
+                jobs.append(_job(record_id, item))
         self._heartbeat(conn, now)
         return jobs, ids
 
@@ -411,6 +419,7 @@ class _Store:
             "completion_tokens": item.completion_tokens,
             "finish_reason": item.finish_reason,
             "reasoning": item.reasoning,
+            "response_cut": item.response_cut,
             "created": now,
         }
 
@@ -466,19 +475,24 @@ class _Store:
         """Answers of this run that a kill left unscored."""
         r = self.record
         rows = conn.execute(
-            sa_select(r.c.id, r.c.scenario_id, r.c.response, r.c.finish_reason).where(
+            sa_select(r.c.id, r.c.scenario_id, r.c.finish_reason).where(
                 r.c.run_id == self.run_id, r.c.status == "ok", r.c.scored_at.is_(None)
             )
         ).all()
         conn.rollback()
-        return [(rid, sid, response or "", finish) for rid, sid, response, finish in rows]
+        # Responses are read one at a time when scored: a resume may find many left.
+        return [(rid, sid, None, finish) for rid, sid, finish in rows]
 
-    def score(self, job: ScoreJob) -> tuple[int, ScoreRows] | None:
+    def score(self, conn: Connection, job: ScoreJob) -> tuple[int, ScoreRows] | None:
         """Score one answer (None when its scenario is not in this run's library)."""
         record_id, sid, response, finish_reason = job
         loaded = self.library.get(sid)
         if loaded is None:
             return None
+        if response is None:
+            r = self.record
+            response = conn.execute(sa_select(r.c.response).where(r.c.id == record_id)).scalar()
+            response = response or ""
         scored = score_response(loaded.scenario, response, finish_reason)
         return record_id, score_rows(record_id, scored)
 
@@ -636,10 +650,20 @@ class _Process:
                         and len(scored) < SCORE_BATCH
                         and time.monotonic() - started < SCORE_COMMIT_S
                     ):
-                        one = self.store.score(jobs.popleft())
+                        one = self.store.score(conn, jobs.popleft())
                         if one is not None:
                             scored.append(one)
                     self.scored += self.store.save(conn, scored)
+
+
+def _job(record_id: int, item: Finished) -> ScoreJob:
+    response = item.response or ""
+    return (
+        record_id,
+        item.cell[1],
+        response if len(response) <= INLINE_SCORE_CHARS else None,
+        item.finish_reason,
+    )
 
 
 def _describe(exc: BaseException) -> str:

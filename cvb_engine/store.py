@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
 
 
@@ -53,7 +53,10 @@ class Run(SQLModel, table=True):
     params_json: str = Field(sa_column=Column(Text, nullable=False))
     matrix_sha256: str = ""
     total_cells: int = 0
-    status: str = "created"  # created | running | finished | cancelled | failed
+    # created | running | finished | incomplete | cancelled | failed. ``finished``: every
+    # cell of the matrix has a record; ``incomplete``: the sending ended with cells
+    # still missing (a resume sends them).
+    status: str = "created"
     pid: int | None = None
     host: str | None = None
     note: str | None = None
@@ -93,6 +96,9 @@ class Record(SQLModel, table=True):
     finish_reason: str | None = None
     # An API's separate reasoning field (reasoning_content / reasoning): kept, never scored.
     reasoning: str | None = Field(default=None, sa_column=Column(Text))  # schema 3
+    # schema 4: cvb cut the reply (its content or its reasoning) at --max-response-chars,
+    # or its body at the read limit; NULL for records stored before (never cut).
+    response_cut: bool | None = None
     created: datetime = Field(default_factory=utcnow)
     # Scoring (re-computable from response + the scenario's checks)
     scored_at: datetime | None = None
@@ -235,8 +241,18 @@ def _migrate_2_to_3(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE record ADD COLUMN {column} {sql_type}"))
 
 
+def _migrate_3_to_4(conn: Connection) -> None:
+    # Replies cut at --max-response-chars are flagged (DESIGN §11).
+    if "response_cut" not in {c["name"] for c in inspect(conn).get_columns("record")}:
+        conn.execute(text("ALTER TABLE record ADD COLUMN response_cut BOOLEAN"))
+
+
 #: MIGRATIONS[n] takes a store from schema n to n + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+}
 
 
 def stored_version(engine: Engine) -> int | None:

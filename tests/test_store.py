@@ -109,3 +109,24 @@ def test_a_fresh_store_opened_at_once_by_threads_and_processes(db_url: str) -> N
     assert errors == []
     with Session(get_engine(db_url)) as session:
         assert session.get(Meta, "schema_version") is not None
+
+
+@pytest.mark.parametrize("column_there", [False, True], ids=["schema-3", "column-added-by-hand"])
+def test_upgrade_3_to_4_adds_response_cut_once(tmp_path: Path, column_there: bool) -> None:
+    from cvb_engine.store import stored_version, upgrade_schema
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        if not column_there:
+            conn.execute(text("ALTER TABLE record DROP COLUMN response_cut"))
+        conn.execute(text("UPDATE meta SET value = '3' WHERE key = 'schema_version'"))
+    dispose_engines()
+    engine = get_engine(url, create=False)
+    assert upgrade_schema(engine) == [4]
+    assert stored_version(engine) == SCHEMA_VERSION == 4
+    with engine.connect() as conn:
+        columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
+    assert columns.count("response_cut") == 1
+    engine.dispose()
+    dispose_engines()
