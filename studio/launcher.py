@@ -24,12 +24,10 @@ import itertools
 import json
 import os
 import re
-import secrets
 import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -41,6 +39,8 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import make_url
 
 from cvb_engine import ARMS, LoadedScenario, ScenarioError, load_library
+from cvb_engine import new_run_id as new_run_id  # the run page names runs with these
+from cvb_engine import run_id_problem as run_id_problem
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
@@ -48,6 +48,7 @@ from cvb_engine.endpoints import (
     EndpointError,
     choose_models,
     key_is_set,
+    key_variable_problem_or_error,
     load_presets,
     read_key,
 )
@@ -55,7 +56,6 @@ from cvb_engine.monitor import RunProgress, process_alive, this_host
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.runner import DEFAULTS, Matrix, RunError, probe_catalog, select_scenarios
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 ENDPOINT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
 # What the store's secret filter (store.redact_params) looks for in a key.
@@ -147,17 +147,6 @@ def _preset_names() -> set[str]:
         return set()
 
 
-def new_run_id() -> str:
-    """``run-YYYYmmdd-HHMMSS-xxxx``: unique even for several launches in one second."""
-    return time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
-
-
-def run_id_problem(run_id: str) -> str | None:
-    if not RUN_ID_RE.match(run_id):
-        return "a run id is 1–80 letters, digits, '.', '_' or '-', starting with a letter or digit"
-    return None
-
-
 # --------------------------------------------------------------------------- dry run
 
 
@@ -227,6 +216,8 @@ class ProbeResult:
 def probe(endpoint: Endpoint, timeout_s: float = 15.0) -> ProbeResult:
     """List the catalog; errors (unset key, refused key, unreachable) come back as text."""
     empty = ProbeResult(endpoint.name, [], [(m, False) for m in MODEL_PREFERENCE], [])
+    if problem := key_variable_problem_or_error(endpoint.api_key_env):
+        return _with_error(empty, problem)
     try:
         key = read_key(endpoint.api_key_env)
     except EndpointError:
@@ -295,6 +286,8 @@ def endpoint_problems(name: str, base_url: str, api_key_env: str) -> list[str]:
                 "Key variable: the name of an environment variable, e.g. `GROQ_API_KEY` "
                 "(letters, digits and '_'), or empty when the server needs no key."
             )
+    elif problem := key_variable_problem_or_error(api_key_env):
+        problems.append(f"Key variable: {problem}.")
     return problems
 
 
@@ -353,6 +346,8 @@ def launch(spec: LaunchSpec, *, db_url: str, logs: Path, action: str = "launch")
     """Start ``cvb run`` for ``spec`` as a detached background process."""
     problem = run_id_problem(spec.run_id)
     if problem:
+        raise LaunchError(problem)
+    if problem := key_variable_problem_or_error(spec.api_key_env):
         raise LaunchError(problem)
     if not key_is_set(spec.api_key_env):
         raise LaunchError(key_missing_message(spec.api_key_env))

@@ -7,7 +7,6 @@ The page only lays things out; what it shows comes from :mod:`studio.authoring`
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from studio import authoring as au
 from studio import state
 from studio.components.code_view import code_html
 from studio.components.findings_view import findings_html
+from studio.components.text import plain
 from studio.components.verdict_marks import marks_for
 from studio.scenario_templates import TEMPLATES
 
@@ -37,7 +37,6 @@ ARM_NOTES = {
     "incentivized": "The constraints as past decisions in project memory (never as orders), "
     "then the task. The gap between mandated and incentivized is the headline metric.",
 }
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~$:])")
 PASS = ":green[:material/check_circle:]"
 FAIL = ":red[:material/cancel:]"
 # Code is edited in a monospace font without soft wrapping: indentation is syntax in
@@ -217,7 +216,7 @@ def show_sample_agreement(scored: Scored, code: str) -> None:
 def md(value: str) -> str:
     """``value`` as literal Markdown text: check reasons and parameters hold regexes and code,
     whose ``*``, ``_``, ``$`` or brackets would otherwise turn into formatting or LaTeX."""
-    return MARKDOWN_SPECIAL.sub(r"\\\1", value)
+    return plain(value, limit=4000, multiline=True)
 
 
 def sample_label(v: au.SampleVerdict) -> str:

@@ -22,6 +22,7 @@ from cvb_engine.endpoints import (
     EndpointError,
     delete_preset,
     key_is_set,
+    key_variable_problem_or_error,
     load_presets,
     presets_path,
     save_preset,
@@ -29,6 +30,7 @@ from cvb_engine.endpoints import (
 from cvb_engine.scenario import discover
 from cvb_engine.store import Run
 from studio import launcher, state
+from studio.components.text import block, plain
 
 REFRESH_S = 2.0
 MAX_RUNS = 6  # runs shown in the live panel; the Results page has them all
@@ -84,7 +86,8 @@ def show_flash(key: str) -> None:
 try:
     presets = load_presets()
 except EndpointError as exc:
-    st.error(f"The endpoint presets cannot be read: {exc}")
+    st.error("The endpoint presets cannot be read:")
+    st.code(block(exc), language=None, wrap_lines=True)
     st.stop()
 user_presets = sorted(n for n, e in presets.items() if not e.builtin)
 ss.setdefault("run_endpoint", user_presets[0] if user_presets else "groq")
@@ -156,7 +159,11 @@ def save_endpoint() -> None:
             ss.run_ep_key_env = ""  # a pasted key does not stay in the form
         ss.run_ep_flash = ("error", "Not saved. " + " ".join(problems))
         return
-    save_preset(Endpoint(name, base_url, key_env, launcher.parse_models(ss.run_ep_models)))
+    try:
+        save_preset(Endpoint(name, base_url, key_env, launcher.parse_models(ss.run_ep_models)))
+    except EndpointError as exc:
+        ss.run_ep_flash = ("error", "Not saved. " + plain(exc, multiline=True))
+        return
     ss.run_endpoint = name
     ss.run_ep_edit = name
     fill_editor()  # the fields show what was saved (e.g. the URL without its trailing "/")
@@ -205,13 +212,13 @@ def launch_run(run_id: str) -> None:
     try:
         started = launcher.launch(current_spec(run_id), db_url=db_url, logs=logs)
     except launcher.LaunchError as exc:
-        ss.run_launch_flash = ("error", f"Not launched: {exc}")
+        ss.run_launch_flash = ("error", "Not launched: " + plain(exc, multiline=True))
         return
     ss.run_id_input = ""
     ss.pop("run_auto_id", None)  # the next launch gets a fresh automatic id
     ss.run_launch_flash = (
         "success",
-        f"Started run **{started.run_id}** in the background (process {started.pid}). It keeps "
+        f"Started run **{plain(started.run_id)}** in the background (process {started.pid}). It keeps "
         "going if you reload this page or close the browser; its progress shows below.",
     )
 
@@ -226,7 +233,8 @@ def control(action: str, run_id: str) -> None:
             pid = launcher.cancel(progress, pending)
             ss.setdefault("run_stopping", {})[run_id] = pid
             text = (
-                f"Asked run **{run_id}** to stop (SIGTERM to process {pid}); finished cells stay."
+                f"Asked run **{plain(run_id)}** to stop (SIGTERM to process {pid}); "
+                "finished cells stay."
             )
         elif progress is None:
             raise launcher.LaunchError(f"run {run_id} is not in the store")
@@ -234,14 +242,17 @@ def control(action: str, run_id: str) -> None:
             launcher.resume(
                 progress, db_url=db_url, logs=logs, scenarios_fallback=root, recorded=recorded
             )
-            text = f"Resuming run **{run_id}**: only its {progress.missing} missing cells are sent."
+            text = (
+                f"Resuming run **{plain(run_id)}**: only its {progress.missing} missing cells "
+                "are sent."
+            )
         else:
             launcher.retry_errors(
                 progress, db_url=db_url, logs=logs, scenarios_fallback=root, recorded=recorded
             )
-            text = f"Retrying the {progress.errors} errored cells of run **{run_id}**."
+            text = f"Retrying the {progress.errors} errored cells of run **{plain(run_id)}**."
     except launcher.LaunchError as exc:
-        ss.run_live_flash = ("error", str(exc))
+        ss.run_live_flash = ("error", plain(exc, multiline=True))
         return
     ss.run_live_flash = ("success", text)
 
@@ -282,7 +293,7 @@ live_now = active_ids(*live_state())
 if live_now:
     st.info(
         f"{len(live_now)} run{'s' if len(live_now) > 1 else ''} in progress: "
-        + ", ".join(f"**{rid}**" for rid in live_now)
+        + ", ".join(f"**{plain(rid)}**" for rid in live_now)
         + " · [watch below](#runs)",
         icon=":material/autorenew:",
     )
@@ -305,8 +316,14 @@ probe_col.button(
     help="Lists the endpoint's models (GET /models) and marks which default models it offers.",
     width="stretch",
 )
+key_problem = key_variable_problem_or_error(endpoint.api_key_env)
 key_ok = key_is_set(endpoint.api_key_env)
-if not endpoint.api_key_env:
+if key_problem:
+    st.error(
+        "This endpoint's key variable cannot be used: " + plain(key_problem, multiline=True),
+        icon=":material/key_off:",
+    )
+elif not endpoint.api_key_env:
     st.info("This endpoint needs no key (a local server).", icon=":material/key_off:")
 elif key_ok:
     st.success(
@@ -322,11 +339,11 @@ probe: launcher.ProbeResult | None = None
 if probed and probed[0] == endpoint.name and probed[1] == endpoint.base_url:
     probe = probed[2]
 if probe is not None and probe.error:
-    st.error(f"Probe failed: {probe.error}")
+    st.error("Probe failed: " + plain(probe.error, limit=2000, multiline=True))
 elif probe is not None:
     offered = sum(ok for _, ok in probe.preferred)
     st.success(
-        f"The catalog of `{endpoint.base_url}` lists {len(probe.catalog)} models. "
+        f"The catalog of {plain(endpoint.base_url)} lists {len(probe.catalog)} models. "
         f"Default models available: {offered} of {len(MODEL_PREFERENCE)}."
     )
     st.table(
@@ -342,7 +359,8 @@ elif probe is not None:
         ).set_index("default model (in order of preference)")
     )
     with st.expander(f"Whole catalog ({len(probe.catalog)} models)"):
-        st.write(", ".join(f"`{m}`" for m in probe.catalog) or "(empty)")
+        # Model ids are the server's: shown as literal text.
+        st.code(block(", ".join(probe.catalog)) or "(empty)", language=None, wrap_lines=True)
 
 with st.expander("Add, edit or remove endpoints", icon=":material/settings:"):
     st.caption(
@@ -391,9 +409,10 @@ with st.expander("Add, edit or remove endpoints", icon=":material/settings:"):
 st.subheader("2 · What to run")
 if library_error:
     st.error(
-        f"The scenarios in `{root}` do not load, so nothing can run until they are fixed "
-        f"(the Author page shows each problem):\n\n```\n{library_error[:2000]}\n```"
+        f"The scenarios in {plain(root)} do not load, so nothing can run until they are fixed "
+        "(the Author page shows each problem):"
     )
+    st.code(block(library_error, limit=2000), language=None, wrap_lines=True)
 model_options = list(
     dict.fromkeys(
         [*(probe.catalog if probe else []), *endpoint.models, *MODEL_PREFERENCE, *ss.run_models]
@@ -472,7 +491,9 @@ if library_error:
     problems.append("the scenarios do not load")
 if not chosen_any:
     problems.append("choose at least one category or scenario")
-if endpoint.api_key_env and not key_ok:
+if key_problem:
+    problems.append(key_problem)
+elif endpoint.api_key_env and not key_ok:
     problems.append(f"{endpoint.api_key_env} is not set in the studio's environment")
 if problem := launcher.run_id_problem(run_id):
     problems.append(problem)
@@ -495,7 +516,7 @@ with st.container(border=True, key="run_preview"):
             + ", ".join(preview.arms)
             + " · models: "
             + (
-                ", ".join(f"`{m}`" for m in preview.models)
+                ", ".join(plain(m) for m in preview.models)
                 if preview.models_known
                 else "probed at launch (first three available of the default list)"
             )
@@ -503,7 +524,9 @@ with st.container(border=True, key="run_preview"):
         with st.expander("The same run from a terminal"):
             st.code(launcher.shell_command(spec), language="bash", wrap_lines=True)
     for problem in problems:
-        st.warning(problem[:1].upper() + problem[1:], icon=":material/block:")
+        st.warning(
+            plain(problem[:1].upper() + problem[1:], multiline=True), icon=":material/block:"
+        )
 st.button(
     f"Launch {preview.calls} calls" if not problems else "Launch",
     key="run_launch",
@@ -524,18 +547,18 @@ def accuracy_table(rows: list[mon.ArmAccuracy]) -> pd.DataFrame:
     table: dict[str, dict[str, str]] = {}
     for r in rows:
         cell = "–" if r.rate.value is None else f"{r.rate.value:.0%} ({r.rate.k}/{r.rate.n})"
-        table.setdefault(r.model, {a: "" for a in arms})[r.arm] = cell
+        table.setdefault(plain(r.model), {a: "" for a in arms})[r.arm] = cell
     return pd.DataFrame.from_dict(table, orient="index", columns=arms).rename_axis("model")
 
 
 def latest_line(row: mon.FinishedRow) -> str:
-    where = f"`{row.model}` · `{row.scenario_id}` · {row.arm} · rep {row.rep}"
+    where = f"{plain(row.model)} · {plain(row.scenario_id)} · {plain(row.arm)} · rep {row.rep}"
     if row.status != "ok":
-        return f"{where} → :orange[API error]: {row.error}"
+        return f"{where} → :orange[API error]: {plain(row.error)}"
     if row.strict:
         verdict = ":green[every constraint honored]"
     else:
-        verdict = ":red[violated] " + ", ".join(f"`{c}`" for c in row.violated)
+        verdict = ":red[violated] " + ", ".join(plain(c) for c in row.violated)
     latency = f" · {row.latency_s:.1f} s" if row.latency_s is not None else ""
     return f"{where} → {verdict}{latency}"
 
@@ -546,13 +569,17 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
     with st.container(border=True, key=f"run_card_{p.run_id}"):
         head, badge = st.columns([5, 1], vertical_alignment="center")
         endpoint_name = p.params.get("endpoint") or p.params.get("base_url") or "?"
-        head.markdown(f"**{p.run_id}** · {endpoint_name} · " + ", ".join(p.models))
+        head.markdown(
+            f"**{plain(p.run_id)}** · {plain(endpoint_name)} · "
+            + ", ".join(plain(m) for m in p.models)
+        )
         badge.badge(label, color=color, icon=icon)
-        where = f" · on {p.host}" + (f" (pid {p.pid})" if p.pid else "") if p.host else ""
+        where = f" · on {plain(p.host)}" + (f" (pid {p.pid})" if p.pid else "") if p.host else ""
         st.caption(
             f"started {p.created:%Y-%m-%d %H:%M} UTC · {p.n_scenarios} scenarios × {len(p.arms)} arms × "
-            f"{p.params.get('runs', '?')} repetitions × {len(p.models)} models · temperature "
-            f"{p.params.get('temperature', '?')}{where}" + (f" · note: {p.note}" if p.note else "")
+            f"{plain(p.params.get('runs', '?'))} repetitions × {len(p.models)} models · temperature "
+            f"{plain(p.params.get('temperature', '?'))}{where}"
+            + (f" · note: {plain(p.note)}" if p.note else "")
         )
         st.progress(
             p.fraction,
@@ -567,7 +594,7 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
         )
         if p.state == "died":
             st.warning(
-                f"The run's process died ({p.died_reason}). Everything it finished is stored; "
+                f"The run's process died ({plain(p.died_reason)}). Everything it finished is stored; "
                 f"resume it to send the {p.missing} missing cells.",
                 icon=":material/heart_broken:",
             )
@@ -626,12 +653,12 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
                     [
                         {
                             "at (UTC)": f"{e.created:%H:%M:%S}",
-                            "model": e.model,
-                            "scenario": e.scenario_id,
-                            "arm": e.arm,
+                            "model": plain(e.model),
+                            "scenario": plain(e.scenario_id),
+                            "arm": plain(e.arm),
                             "rep": e.rep,
                             "attempts": e.attempts,
-                            "reason": e.reason,
+                            "reason": plain(e.reason),
                         }
                         for e in detail.errors
                     ]
@@ -658,7 +685,7 @@ def live_runs() -> None:
     for item in starting:
         if item.run_id not in known:
             with st.container(border=True, key=f"run_starting_{item.run_id}"):
-                st.markdown(f"**{item.run_id}** · starting (process {item.pid})…")
+                st.markdown(f"**{plain(item.run_id)}** · starting (process {item.pid})…")
                 st.caption("The run appears here with its progress once it has planned its matrix.")
                 st.button(
                     "Cancel",
@@ -670,7 +697,7 @@ def live_runs() -> None:
     for item in ended:
         with st.container(border=True, key=f"run_ended_{item.run_id}"):
             st.error(
-                f"**{item.run_id}**: the {item.action} ended before the run started. "
+                f"**{plain(item.run_id)}**: the {plain(item.action)} ended before the run started. "
                 "The end of its log says why:",
                 icon=":material/error:",
             )

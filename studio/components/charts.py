@@ -4,6 +4,12 @@ Arm colours are the engine's (:data:`cvb_engine.report_html.ARM_COLORS`), so the
 page and the static HTML report draw the same arm in the same colour.
 Published reference figures are always drawn hatched or hollow and named
 "published" in the legend and the hover text, never as one of the user's bars.
+
+Plotly reads a subset of HTML (``<b>``, ``<br>``, ``<a href>``) in every label,
+tick, legend entry, title and hover text, and model names, arms, categories and
+run ids come from stored runs: each goes through :func:`_t` (``chart_text``)
+before it reaches a figure. Lookups use the raw value; only what is drawn is
+escaped.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import plotly.graph_objects as go
 from cvb_engine.metrics import IVRSummary, Rate, Summary
 from cvb_engine.queries import Comparison, PublishedCVB, PublishedIVR
 from cvb_engine.report_html import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
+from studio.components.text import chart_text as _t
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 HEIGHT = 380
@@ -64,8 +71,8 @@ def arm_accuracy(
     for arm in arms:
         rates = [summary.strict.get((m, arm)) for m in models]
         fig.add_bar(
-            name=arm,
-            x=models,
+            name=_t(arm),
+            x=[_t(m) for m in models],
             y=[r.value if r is not None else None for r in rates],
             marker_color=_arm_color(arm),
             text=[_rate_text(r) for r in rates],
@@ -73,7 +80,7 @@ def arm_accuracy(
             cliponaxis=False,
             customdata=[[r.k, r.n, r.errors] if r else [0, 0, 0] for r in rates],
             hovertemplate=(
-                f"<b>%{{x}}</b> · {arm}<br>strict accuracy %{{y:.3f}}"
+                f"<b>%{{x}}</b> · {_t(arm)}<br>strict accuracy %{{y:.3f}}"
                 "<br>%{customdata[0]} of %{customdata[1]} scored · %{customdata[2]} errors"
                 "<extra></extra>"
             ),
@@ -84,8 +91,8 @@ def arm_accuracy(
             if not xs:
                 continue
             fig.add_scatter(
-                name=f"published · {arm}",
-                x=xs,
+                name=f"published · {_t(arm)}",
+                x=[_t(m) for m in xs],
                 y=[published.strict[m][arm] for m in xs],
                 mode="markers",
                 offsetgroup=arm,
@@ -96,7 +103,7 @@ def arm_accuracy(
                     "line": {"width": 2},
                 },
                 hovertemplate=(
-                    f"<b>%{{x}}</b> · {arm}<br>published %{{y:.3f}}<br>{published.label}"
+                    f"<b>%{{x}}</b> · {_t(arm)}<br>published %{{y:.3f}}<br>{_t(published.label)}"
                     "<extra></extra>"
                 ),
             )
@@ -114,7 +121,7 @@ def published_accuracy(published: PublishedCVB) -> go.Figure:
         values = [published.strict[m].get(arm) for m in models]
         fig.add_bar(
             name=f"published · {arm}",
-            x=models,
+            x=[_t(m) for m in models],
             y=values,
             marker={
                 "color": "#ffffff",
@@ -125,10 +132,10 @@ def published_accuracy(published: PublishedCVB) -> go.Figure:
             textposition="outside",
             cliponaxis=False,
             hovertemplate=(
-                f"<b>%{{x}}</b> · {arm}<br>published %{{y:.3f}}<extra>{published.label}</extra>"
+                f"<b>%{{x}}</b> · {arm}<br>published %{{y:.3f}}<extra>{_t(published.label)}</extra>"
             ),
         )
-    _layout(fig, title=f"{published.label}, {published.dates}", y_title="strict accuracy")
+    _layout(fig, title=f"{_t(published.label)}, {_t(published.dates)}", y_title="strict accuracy")
     fig.update_yaxes(range=[0, 1.12], tickformat=".1f")
     fig.update_xaxes(tickangle=0, tickfont={"size": 10})
     fig.update_layout(
@@ -156,9 +163,10 @@ def gap_with_ci(
         (g.value - g.low) if g and g.value is not None and g.low is not None else 0 for g in gaps
     ]
     fig = go.Figure()
+    shown = [_t(m) for m in models]
     fig.add_bar(
         name="gap (yours)",
-        x=models,
+        x=shown,
         y=values,
         marker_color=GAP_COLOR,
         error_y={
@@ -185,7 +193,7 @@ def gap_with_ci(
     )
     fig.add_scatter(
         name="gap point",
-        x=models,
+        x=shown,
         y=values,
         mode="markers",
         marker={"symbol": "line-ew", "size": 22, "line": {"width": 3, "color": "#1f2328"}},
@@ -197,16 +205,16 @@ def gap_with_ci(
         if xs:
             fig.add_scatter(
                 name="published gap",
-                x=xs,
+                x=[_t(m) for m in xs],
                 y=[published.gap[m] for m in xs],
                 mode="markers",
                 marker={"symbol": "diamond-open", "size": 12, "color": PUBLISHED_COLOR},
                 hovertemplate=(
-                    f"<b>%{{x}}</b><br>published gap %{{y:+.3f}}<br>{published.label}"
+                    f"<b>%{{x}}</b><br>published gap %{{y:+.3f}}<br>{_t(published.label)}"
                     "<extra></extra>"
                 ),
             )
-    for model, v in zip(models, values, strict=True):
+    for model, v in zip(shown, values, strict=True):
         # beside the bar, clear of the CI whisker drawn at its centre
         fig.add_annotation(
             x=model,
@@ -238,8 +246,8 @@ def constraint_accuracy(
     for arm in arms:
         rates = [summary.constraint.get((m, arm)) for m in models]
         fig.add_bar(
-            name=arm,
-            x=models,
+            name=_t(arm),
+            x=[_t(m) for m in models],
             y=[r.value if r is not None else None for r in rates],
             marker_color=_arm_color(arm),
             text=[_rate_text(r) for r in rates],
@@ -247,7 +255,7 @@ def constraint_accuracy(
             cliponaxis=False,
             customdata=[[r.k, r.n] if r else [0, 0] for r in rates],
             hovertemplate=(
-                f"<b>%{{x}}</b> · {arm}<br>per-constraint accuracy %{{y:.3f}}"
+                f"<b>%{{x}}</b> · {_t(arm)}<br>per-constraint accuracy %{{y:.3f}}"
                 "<br>%{customdata[0]} of %{customdata[1]} (record, constraint) pairs honored"
                 "<extra></extra>"
             ),
@@ -303,12 +311,12 @@ def category_heatmap(
         zmin, zmax, title, bar = -1.0, 1.0, "Gap (mandated − incentivized) by category", "gap"
     else:
         scale = [[0, "#ffffff"], [1, _arm_color(which)]]
-        zmin, zmax, title, bar = 0.0, 1.0, f"Strict accuracy by category · {which}", "accuracy"
+        zmin, zmax, title, bar = 0.0, 1.0, f"Strict accuracy by category · {_t(which)}", "accuracy"
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=cats,
-            y=models,
+            x=[_t(c) for c in cats],
+            y=[_t(m) for m in models],
             text=text,
             customdata=hover,
             texttemplate="%{text}",
@@ -336,18 +344,18 @@ def comparison_deltas(comparison: Comparison) -> go.Figure:
     for arm in comparison.arms:
         deltas = [d for d in comparison.arm_deltas if d.arm == arm]
         fig.add_bar(
-            name=f"Δ {arm}",
-            x=[d.model for d in deltas],
+            name=f"Δ {_t(arm)}",
+            x=[_t(d.model) for d in deltas],
             y=[d.delta for d in deltas],
             marker_color=_arm_color(arm),
             text=[f"{d.delta:+.3f}" if d.delta is not None else "–" for d in deltas],
             textposition="outside",
             cliponaxis=False,
-            hovertemplate=f"<b>%{{x}}</b> · {arm}<br>B − A %{{y:+.3f}}<extra></extra>",
+            hovertemplate=f"<b>%{{x}}</b> · {_t(arm)}<br>B − A %{{y:+.3f}}<extra></extra>",
         )
     fig.add_bar(
         name="Δ gap",
-        x=[g.model for g in comparison.gap_deltas],
+        x=[_t(g.model) for g in comparison.gap_deltas],
         y=[g.delta for g in comparison.gap_deltas],
         marker={"color": GAP_COLOR, "pattern": {"shape": "."}},
         text=[f"{g.delta:+.3f}" if g.delta is not None else "–" for g in comparison.gap_deltas],
@@ -357,12 +365,12 @@ def comparison_deltas(comparison: Comparison) -> go.Figure:
     )
     _layout(
         fig,
-        title=f"{comparison.run_b} − {comparison.run_a}, per model",
+        title=f"{_t(comparison.run_b)} − {_t(comparison.run_a)}, per model",
         y_title="difference (B − A)",
     )
     fig.add_hline(y=0, line_color="#57606a", line_width=1)
     fig.update_yaxes(range=[-1.1, 1.1], tickformat="+.1f")
-    fig.update_xaxes(categoryorder="array", categoryarray=models)
+    fig.update_xaxes(categoryorder="array", categoryarray=[_t(m) for m in models])
     return fig
 
 
@@ -378,8 +386,8 @@ def ivr_chart(
     for arm in arms:
         rows = [r for (m, a), r in results.items() if a == arm]
         fig.add_bar(
-            name=f"IVR · {arm}",
-            x=[r.model for r in rows],
+            name=f"IVR · {_t(arm)}",
+            x=[_t(r.model) for r in rows],
             y=[r.ivr.value for r in rows],
             marker_color=_arm_color(arm),
             error_y={
@@ -400,21 +408,22 @@ def ivr_chart(
             },
             customdata=[[r.stated_pass_rate or 0, r.n_qualifying, len(r.excluded)] for r in rows],
             hovertemplate=(
-                f"<b>%{{x}}</b> · {arm}<br>IVR %{{y:.3f}}<br>stated-test pass %{{customdata[0]:.1%}}"
+                f"<b>%{{x}}</b> · {_t(arm)}<br>IVR %{{y:.3f}}"
+                "<br>stated-test pass %{customdata[0]:.1%}"
                 "<br>%{customdata[1]} qualifying problems, %{customdata[2]} excluded<extra></extra>"
             ),
         )
     if published:
         fig.add_scatter(
-            name=published_label,
-            x=[p.model for p in published],
+            name=_t(published_label),
+            x=[_t(p.model) for p in published],
             y=[p.ivr for p in published],
             mode="markers+text",
             text=[f"{p.ivr:.3f}" for p in published],
             textposition="top center",
             marker={"symbol": "diamond-open", "size": 13, "color": PUBLISHED_COLOR},
             hovertemplate=(
-                f"<b>%{{x}}</b><br>published IVR %{{y:.3f}}<br>{published_label}<extra></extra>"
+                f"<b>%{{x}}</b><br>published IVR %{{y:.3f}}<br>{_t(published_label)}<extra></extra>"
             ),
         )
     _layout(fig, title="Intent Violation Rate with 95% CI", y_title="IVR")

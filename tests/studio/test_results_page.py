@@ -637,3 +637,39 @@ def test_exports_carry_the_scoring_versions_and_limitations(
     page = deferred[f"{OUTCOMES_RUN}.html"]()
     assert "Judged by older rules." in page and "1 scored record(s)" in page
     assert LIMITATION in page
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        pytest.param("model", '=HYPERLINK("http://evil")', id="model-equals"),
+        pytest.param("error", "+1+1", id="error-plus"),
+        pytest.param("finish_reason", "@SUM(A1)", id="finish-reason-at"),
+        pytest.param("category", "\t=1", id="category-tab"),
+        pytest.param("messages_sha256", "-2+3", id="sha-minus"),
+    ],
+)
+def test_the_csv_export_neutralizes_formula_cells(
+    filled: Filled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str, value: str
+) -> None:
+    """The page's CSV comes from the engine's writer: a formula cell gets a leading quote."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "hostile.db"
+    shutil.copy(filled.db_url.removeprefix("sqlite:///"), db)
+    with sqlite3.connect(db) as con:
+        con.execute(
+            f"UPDATE record SET {column} = ? WHERE run_id = ? AND model = 'm-a'", (value, RUN_ID)
+        )
+    monkeypatch.setenv("CVB_DATABASE_URL", f"sqlite:///{db}")
+    monkeypatch.setenv("CVB_SCENARIOS", str(filled.scenarios))
+    deferred = capture_downloads(monkeypatch)
+    try:
+        start(view="Exports")
+        rows = list(csv.DictReader(io.StringIO(deferred[f"{RUN_ID}.csv"](), newline="")))
+    finally:
+        dispose_engines()
+    assert len(rows) == 84
+    cells = [r[column] for r in rows]
+    assert "'" + value in cells and value not in cells

@@ -49,6 +49,7 @@ sys.path.insert(0, str(TESTS))
 
 from fake_openai import FakeOpenAI, FaultPlan  # noqa: E402
 from fake_openai import messages_sha256 as served_sha256  # noqa: E402
+from markdown_support import HOSTILE, assert_inert, shown  # noqa: E402
 
 KEY_VAR = "CVB_TEST_RUN_PAGE_KEY"
 KEY = "sk-runpage-LeakCanary-7f3a9c2e41"  # distinctive: grep-able in any file
@@ -99,11 +100,17 @@ def click(at: AppTest, key: str) -> AppTest:
     return run(at)
 
 
-def texts(at: AppTest) -> str:
+def bodies(at: AppTest) -> list[str]:
+    """The Markdown source of every element that renders Markdown."""
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
     for kind in ("success", "error", "warning", "info"):
         parts += [e.value for e in at.get(kind)]
-    return "\n".join(str(p) for p in parts)
+    return [str(p) for p in parts]
+
+
+def texts(at: AppTest) -> str:
+    """What those elements show (escapes resolved)."""
+    return "\n".join(shown(p) for p in bodies(at))
 
 
 def progress_text(at: AppTest) -> str:
@@ -231,7 +238,7 @@ def test_endpoints_add_edit_remove_and_key_messages(
     # A new endpoint whose key variable is not set: saved, selected, and said plainly.
     at.text_input(key="run_ep_name").input("lab")
     at.text_input(key="run_ep_url").input(unreachable + "/")
-    at.text_input(key="run_ep_key_env").input("LAB_KEY_NOT_SET")
+    at.text_input(key="run_ep_key_env").input("LAB_UNSET_API_KEY")
     click(at, "run_ep_save")
     assert "Saved endpoint **lab**" in texts(at)
     assert at.selectbox(key="run_endpoint").value == "lab"
@@ -239,14 +246,14 @@ def test_endpoints_add_edit_remove_and_key_messages(
     assert saved["lab"] == {
         "name": "lab",
         "base_url": unreachable,
-        "api_key_env": "LAB_KEY_NOT_SET",
+        "api_key_env": "LAB_UNSET_API_KEY",
         "models": [],
     }
     warning = "\n".join(w.value for w in at.warning)
-    assert "LAB_KEY_NOT_SET is not set in the studio's environment" in warning
+    assert "LAB_UNSET_API_KEY is not set in the studio's environment" in warning
     assert at.button(key="run_launch").disabled
     click(at, "run_probe_button")
-    assert "Probe failed" in texts(at) and "LAB_KEY_NOT_SET is not set" in texts(at)
+    assert "Probe failed" in texts(at) and "LAB_UNSET_API_KEY is not set" in texts(at)
 
     # A key pasted where the variable's name goes: refused, not stored, not echoed, cleared.
     pasted = "sk-live-Abcdefghijklmnopqrstuvwx123456"
@@ -260,7 +267,7 @@ def test_endpoints_add_edit_remove_and_key_messages(
     assert at.text_input(key="run_ep_key_env").value == ""
 
     # Not a URL: refused with an example.
-    at.text_input(key="run_ep_key_env").input("LAB_KEY_NOT_SET")
+    at.text_input(key="run_ep_key_env").input("LAB_UNSET_API_KEY")
     at.text_input(key="run_ep_url").input("ftp://models.example")
     click(at, "run_ep_save")
     assert "Base URL: an http(s) URL" in texts(at)
@@ -275,9 +282,9 @@ def test_endpoints_add_edit_remove_and_key_messages(
     assert "2 scenarios × 3 arms × 3 repetitions × 2 models = 36 calls" in texts(at)
 
     # With the variable set, the page says so; probing an unreachable server says that.
-    monkeypatch.setenv("LAB_KEY_NOT_SET", "sk-whatever-value")
+    monkeypatch.setenv("LAB_UNSET_API_KEY", "sk-whatever-value")
     run(at)
-    assert "Key variable `LAB_KEY_NOT_SET` is set" in texts(at)
+    assert "Key variable `LAB_UNSET_API_KEY` is set" in texts(at)
     assert not at.button(key="run_launch").disabled
     click(at, "run_probe_button")
     assert f"cannot reach {unreachable}" in texts(at)
@@ -524,3 +531,141 @@ def test_a_died_run_is_shown_as_died_and_resumes(studio: Path) -> None:
         assert chats(server) == 12  # only the three missing cells were sent
     assert len(stored_cells(studio, "crashed")) == 9
     assert_no_key_anywhere(studio)
+
+
+# --------------------------------------------------------------------------- trust boundary
+
+
+class _HostileCatalog:
+    """A loopback server whose ``/models`` answers a hostile error, then a hostile catalog."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        outer = self
+        self.requests: list[str] = []
+        self.fail = True
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.requests.append(self.path)
+                if outer.fail:
+                    body = json.dumps({"error": {"message": HOSTILE}}).encode()
+                    self.send_response(500)
+                else:
+                    body = json.dumps({"object": "list", "data": [{"id": HOSTILE}]}).encode()
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_probe_errors_and_catalogs_from_the_server_are_shown_as_text(studio: Path) -> None:
+    server = _HostileCatalog()
+    try:
+        save_preset(Endpoint("hostile", server.base_url, KEY_VAR))
+        at = open_page()
+        at.selectbox(key="run_endpoint").select("hostile")
+        run(at)
+        click(at, "run_probe_button")
+        errors = [str(e.value) for e in at.error]
+        assert any("Probe failed" in e for e in errors), errors
+        assert_inert(bodies(at))
+
+        server.fail = False
+        click(at, "run_probe_button")
+        # The hostile model id is shown, literally, as code; no Markdown carries it live.
+        assert_inert(bodies(at), required=False)
+        assert any(HOSTILE in str(c.value) for c in at.code)
+        assert server.requests, "the probe did reach the server"
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("variable", ["PATH", "HOME", "DATABASE_URL", "CVB_DATABASE_URL"])
+def test_an_undeclared_key_variable_is_refused_and_never_sent(
+    studio: Path, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = _HostileCatalog()
+    presets = studio / "endpoints.json"
+    secret = "value-that-must-not-leave-7c1e"
+    if variable != "CVB_DATABASE_URL":  # that one is the store's own URL, already set
+        monkeypatch.setenv(variable, secret)
+    try:
+        # From the page: not saved, and the message names the variable.
+        at = open_page()
+        at.text_input(key="run_ep_name").input("exfil")
+        at.text_input(key="run_ep_url").input(server.base_url)
+        at.text_input(key="run_ep_key_env").input(variable)
+        click(at, "run_ep_save")
+        assert "Not saved" in texts(at) and f"{variable} is not declared" in texts(at)
+        assert not presets.exists() or "exfil" not in json.loads(presets.read_text())
+
+        # Written into the file by hand: the page says why it cannot be used; nothing is sent.
+        presets.write_text(
+            json.dumps({"exfil": {"base_url": server.base_url, "api_key_env": variable}})
+        )
+        at = open_page()
+        at.selectbox(key="run_endpoint").select("exfil")
+        run(at)
+        assert f"{variable} is not declared" in "\n".join(shown(str(e.value)) for e in at.error)
+        assert at.button(key="run_launch").disabled
+        click(at, "run_probe_button")
+        assert "Probe failed" in texts(at)
+        assert server.requests == []
+        assert secret not in texts(at)
+    finally:
+        server.close()
+
+
+def test_a_key_variable_listed_in_the_endpoints_file_can_be_used(studio: Path) -> None:
+    presets = studio / "endpoints.json"
+    presets.write_text(json.dumps({"key_variables": ["LAB_SECRET"]}))
+    at = open_page()
+    at.text_input(key="run_ep_name").input("lab")
+    at.text_input(key="run_ep_url").input("http://127.0.0.1:9/v1")
+    at.text_input(key="run_ep_key_env").input("LAB_SECRET")
+    click(at, "run_ep_save")
+    assert "Saved endpoint **lab**" in texts(at)
+    saved = json.loads(presets.read_text())
+    assert saved["key_variables"] == ["LAB_SECRET"] and saved["lab"]["api_key_env"] == "LAB_SECRET"
+    assert "key_variables" not in at.selectbox(key="run_endpoint").options
+
+
+@pytest.mark.parametrize(
+    ("run_id", "accepted"),
+    [
+        pytest.param("my-run.2_b", True, id="letters-dot-underscore-dash"),
+        pytest.param("R" * 80, True, id="80-characters"),
+        pytest.param("R" * 81, False, id="81-characters"),
+        pytest.param("-leading-dash", False, id="leading-dash"),
+        pytest.param("a b", False, id="space"),
+        pytest.param("x\x1b]0;pwned\x07", False, id="escape-sequence"),
+    ],
+)
+def test_the_run_id_follows_the_engine_rule(studio: Path, run_id: str, accepted: bool) -> None:
+    """The page checks the run id with the engine's rule (``cvb_engine.run_id_problem``)."""
+    from cvb_engine import RUN_ID_RULE, run_id_problem
+
+    assert (run_id_problem(run_id) is None) is accepted
+    at = open_page()
+    at.text_input(key="run_id_input").input(run_id)
+    run(at)
+    warnings = [str(w.value).replace("\\", "") for w in at.warning]  # Markdown escapes
+    refused = RUN_ID_RULE[:1].upper() + RUN_ID_RULE[1:]
+    assert (refused in warnings) is not accepted, warnings
+    if not accepted:
+        assert at.button(key="run_launch").disabled
