@@ -20,6 +20,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, delete, select
 
 from cvb_engine import cli
+from cvb_engine.run_ids import run_id_arg
+from cvb_engine.safe_text import terminal_text
 from cvb_engine.store import (
     SCHEMA_VERSION,
     CheckOutcome,
@@ -47,7 +49,8 @@ class CopyReport:
 
 
 def _label(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL as printed: no password, no control character."""
+    return terminal_text(make_url(url).render_as_string(hide_password=True), multiline=False)
 
 
 def _children(
@@ -177,7 +180,12 @@ def _db_args(p: argparse.ArgumentParser) -> None:
     copy.add_argument("--from", dest="source", required=True, metavar="URL")
     copy.add_argument("--to", dest="target", required=True, metavar="URL")
     copy.add_argument(
-        "--run", dest="runs", action="append", metavar="RUN_ID", help="only this run (repeatable)"
+        "--run",
+        dest="runs",
+        action="append",
+        type=run_id_arg,
+        metavar="RUN_ID",
+        help="only this run (repeatable)",
     )
 
 
@@ -211,9 +219,9 @@ def cmd_db(args: argparse.Namespace) -> int:
                 )
             print(f"runs            {len(runs)}")
             for run in runs:
-                print(
-                    f"  {run.id:<32} {run.status:<10} {counts.get(run.id, 0)}/{run.total_cells} cells"
-                )
+                # A store is outside text: an id may predate the run-id rule.
+                name, status = (terminal_text(v, multiline=False) for v in (run.id, run.status))
+                print(f"  {name:<32} {status:<10} {counts.get(run.id, 0)}/{run.total_cells} cells")
         return 0
     if args.db_command == "upgrade":
         url = database_url(args.db)
@@ -234,5 +242,7 @@ def cmd_db(args: argparse.Namespace) -> int:
         f"{report.records_kept} already there"
     )
     for run_id in report.runs_conflicting:
-        print(f"  skipped {run_id}: the target has a run with this id and a different matrix")
+        print(
+            f"  skipped {terminal_text(run_id, multiline=False)}: the target has a run with this id and a different matrix"
+        )
     return 1 if report.runs_conflicting else 0

@@ -31,6 +31,8 @@ from pathlib import Path
 
 from cvb_engine import cli
 from cvb_engine.endpoints import BUILTIN, LOCAL_PORT, EndpointError, resolve
+from cvb_engine.run_ids import run_id_arg
+from cvb_engine.safe_text import terminal_text
 from cvb_engine.scenario import CVB_CATEGORIES, ScenarioError, load_library
 
 LOCAL_ALIAS = "smollm2-135m"
@@ -201,7 +203,7 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", help="comma-separated scenario ids instead of one per category")
     p.add_argument("--max-tokens", type=int, default=DEMO_MAX_TOKENS)
     p.add_argument("--port", type=int, default=LOCAL_PORT, help="port of the local server")
-    p.add_argument("--run-id", help="default: demo-<endpoint>")
+    p.add_argument("--run-id", type=run_id_arg, help="default: demo-<endpoint>")
     p.add_argument("--db", help="database URL (default: data/cvb.db)")
 
 
@@ -247,7 +249,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     report = ["report", run_id] + (["--db", args.db] if args.db else [])
     cli.main(report)
     print(
-        f"\nThe run is stored as {run_id!r}. Open it in the studio with `cvb studio` "
+        f"\nThe run is stored as '{terminal_text(run_id, multiline=False)}'. Open it in the studio with `cvb studio` "
         "(Results page), re-run `cvb demo` to resume it, or run the full benchmark with "
         "`cvb run --endpoint groq` (see README)."
     )

@@ -30,6 +30,7 @@ from cvb_engine.report import (
     fmt_signed,
     outcome_rows,
 )
+from cvb_engine.safe_text import terminal_text
 
 # One colour per arm, shared with the studio's plotly charts.
 ARM_COLORS: dict[str, str] = {"cold": "#8c959f", "mandated": "#0969da", "incentivized": "#d1570a"}
@@ -63,7 +64,9 @@ footer{margin-top:40px;color:#57606a;font-size:12px}
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    # Every name and figure goes through here, text and attributes alike. Control
+    # characters are shown too: the file may be read with `cat` or `less`.
+    return html.escape(terminal_text(text), quote=True)
 
 
 def _heat(value: float | None, color: str) -> str:

@@ -189,6 +189,6 @@ def test_outcomes_older_rules_and_limitations() -> None:
     assert "Only &lt;b&gt;syntax&lt;/b&gt; is seen." in page
     md = markdown(summary, notes=notes)
     assert "| m | cold | 0.500 | 0.250 | 0.250 | 0.250 | 1.000 (2/2) | 1.000 |" in md
-    assert "- `s1` / `c1`: Only <b>syntax</b> is seen." in md
+    assert "- `s1` / `c1`: Only &lt;b&gt;syntax&lt;/b&gt; is seen." in md  # text, not HTML
     clean = html_report(summary, notes=ReportNotes({2: 4}), reference=None)
     assert "Judged by older rules" not in clean and "Limitations of the checks" not in clean
