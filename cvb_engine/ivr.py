@@ -65,6 +65,7 @@ from typing import Any, Literal
 
 from cvb_engine import cli, sandbox
 from cvb_engine.checks.base import Subject
+from cvb_engine.safe_text import terminal_text
 from cvb_engine.scenario import LoadedScenario, Scenario, ScenarioError, discover, load_file
 from cvb_engine.scoring import run_check
 
@@ -693,6 +694,7 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", metavar="F", help="write the audit as JSON to F")
     p.add_argument("--workers", type=int, default=None, help="concurrent sandboxed executions")
+    cli.add_sandbox_argument(p)
 
 
 def _line(p: ProblemAudit, width: int) -> str:
@@ -713,6 +715,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     missing = [p for p in args.scenarios if not Path(p).exists()]
     if missing:
         raise cli.CliError(f"no such file or folder: {', '.join(missing)}")
+    cli.require_sandbox(args.sandbox)  # before the first execution
     try:
         report = audit_paths(args.scenarios, workers=args.workers)
     except (HumanEvalMissing, sandbox.SandboxError) as exc:
@@ -721,7 +724,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise cli.CliError(f"no IVR problems in {' '.join(args.scenarios)}")
     width = max(len(p.id) for p in report.problems)
     for p in report.problems:
-        print(_line(p, width))
+        print(terminal_text(_line(p, width), multiline=False))  # quotes files and programs' output
     n, failed = len(report.problems), len(report.failed)
     print(
         f"{n} problem(s): {n - failed} ok, {failed} failed; "
@@ -731,5 +734,5 @@ def cmd_audit(args: argparse.Namespace) -> int:
         from cvb_engine.results import write_json_atomic
 
         write_json_atomic(args.json, report.as_dict())
-        print(f"wrote json: {args.json}")
+        print(terminal_text(f"wrote json: {args.json}"))
     return 1 if failed else 0

@@ -441,6 +441,23 @@ def lint_paths(paths: Iterable[str | Path], *, shipped: bool | None = None) -> l
     return sorted(findings, key=lambda f: (f.path, f.line, f.code))
 
 
+def executes_samples(paths: Iterable[str | Path]) -> bool:
+    """Whether linting ``paths`` runs samples through a check that executes code, so
+    that ``cvb lint`` can refuse before the first execution when no sandbox works.
+    Files that do not load execute nothing (lint reports them)."""
+    for f in discover(list(paths)):
+        try:
+            item = load_file(f)
+        except ScenarioError:
+            continue
+        for constraint in item.scenario.constraints:
+            for spec in constraint.checks:
+                kind = get_kind(spec.kind)
+                if kind is not None and kind.executes_code:
+                    return True
+    return False
+
+
 def lint_text(
     text: str, path: str | Path, *, library: Iterable[LoadedScenario] = ()
 ) -> tuple[LoadedScenario | None, list[Finding]]:

@@ -34,7 +34,13 @@ from cvb_engine.metrics import (
     ivr,
     summarize,
 )
-from cvb_engine.report import OUTCOME_HEADER, ReportNotes, limitations_of, outcome_rows
+from cvb_engine.report import (
+    OUTCOME_HEADER,
+    ReportNotes,
+    limitations_of,
+    outcome_rows,
+    sandbox_label,
+)
 from cvb_engine.results import db_tallies, run_scenario_ids, scoring_versions
 from cvb_engine.scenario import ScenarioError, load_library
 from cvb_engine.scoring import SCORING_VERSION
@@ -149,6 +155,21 @@ class Aggregates:
     n_errors: int
     # scoring version -> scored records it judged (1: NULL, before answer outcomes)
     scoring_versions: dict[int, int] = field(default_factory=dict)
+    # run id -> how its executed checks were isolated (:func:`cvb_engine.report.sandbox_label`)
+    sandboxes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def sandbox_text(self) -> str:
+        """One line naming the sandbox backends that judged these runs."""
+        labels = sorted(set(self.sandboxes.values()))
+        if len(labels) <= 1:
+            return f"Sandbox: {labels[0] if labels else 'not recorded'}"
+        return "Sandbox: " + "; ".join(f"{rid}: {label}" for rid, label in self.sandboxes.items())
+
+    @property
+    def weaker_sandbox(self) -> bool:
+        """Whether any of these runs was judged on a backend weaker than bwrap."""
+        return any("weaker than bwrap" in label for label in self.sandboxes.values())
 
     @property
     def n_scored(self) -> int:
@@ -181,6 +202,7 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
         n_records=sum(t.n_scored + t.n_errors for t in tallies),
         n_errors=sum(t.n_errors for t in tallies),
         scoring_versions=scoring_versions(session, ids) if ids else {},
+        sandboxes={rid: sandbox_label(run.params) for rid in ids if (run := session.get(Run, rid))},
     )
 
 

@@ -39,8 +39,10 @@ Not bounded: the *total* memory of several processes (each has its own
 1 GiB; there is no memory cgroup), the total size of the files written in the
 temporary directory (each file ≤ 64 MiB), and CPU shares between executions.
 
-Backends (``CVB_SANDBOX=bwrap|unshare|plain`` forces one; otherwise the first
-that passes a self-test, in this order):
+Backends: model code runs in ``bwrap``. A weaker backend is used only when
+the user names it (``--sandbox unshare|plain`` or ``CVB_SANDBOX``), with a
+:class:`WeakSandboxWarning`; when bwrap does not work and none is named,
+:func:`backend` raises with what is missing, before anything executes.
 
 ``bwrap``
     bubblewrap with new PID, network, IPC, UTS, user and cgroup namespaces,
@@ -95,6 +97,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -108,12 +111,16 @@ __all__ = [
     "Limits",
     "SandboxError",
     "SandboxInfo",
+    "WeakSandboxWarning",
     "available_backends",
     "backend",
+    "bwrap_fix",
+    "choose",
     "info",
     "run_many",
     "run_python",
     "self_test",
+    "with_backend",
 ]
 
 BACKENDS = ("bwrap", "unshare", "plain")
@@ -526,6 +533,30 @@ def _site_dirs() -> list[str]:
     return [d for d in dict.fromkeys((paths["purelib"], paths["platlib"])) if os.path.isdir(d)]
 
 
+#: Directories too wide to show the code whole, whatever lives in them.
+_NEVER_BOUND = frozenset(
+    {
+        "/",
+        "/tmp",
+        "/var",
+        "/var/tmp",
+        "/home",
+        "/root",
+        "/dev",
+        "/dev/shm",
+        "/opt",
+        "/srv",
+        "/mnt",
+        "/media",
+        "/run",
+        "/etc",
+        "/proc",
+        "/sys",
+        "/boot",
+    }
+)
+
+
 def _python_roots() -> list[str]:
     """Directories holding the interpreter, its stdlib and site-packages.
 
@@ -542,6 +573,10 @@ def _python_roots() -> list[str]:
     roots: list[str] = []
     for path in sorted({os.path.realpath(p) for p in candidates if os.path.isdir(p)}):
         if path == "/usr" or path.startswith("/usr/"):
+            continue
+        if path in _NEVER_BOUND:
+            # An interpreter installed straight into /, /tmp or /home would
+            # expose all of it: leave it out, and the self-test says why.
             continue
         if not any(path == r or path.startswith(r + "/") for r in roots):
             roots.append(path)
@@ -603,11 +638,14 @@ def _bwrap_prefix(workdir: str, limits: Limits, *, as_pid_1: bool = False) -> li
             args += ["--ro-bind", top, top]
     for name in _ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for root in _python_roots():
-        args += ["--ro-bind", root, root]
     size = str(limits.tmpfs_bytes)
     args += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
-    args += ["--size", size, "--tmpfs", "/tmp", "--bind", workdir, workdir, "--chdir", workdir]
+    args += ["--size", size, "--tmpfs", "/tmp"]
+    # After the private /tmp and /dev/shm: mounted before them, an interpreter
+    # that lives there (a venv under /tmp, as CI layouts have) would be hidden.
+    for root in _python_roots():
+        args += ["--ro-bind", root, root]
+    args += ["--bind", workdir, workdir, "--chdir", workdir]
     args += ["--remount-ro", "/", "--"]
     return args
 
@@ -1137,9 +1175,11 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 # The pids cgroup of a zygote holds the namespace's processes, so the task
 # limit bounds each execution the way it bounds a one-shot launch.
 _ZYGOTE = r"""
-def _zygote(ctl_fd, path, root):
-    # root is not used here: it names the zygote, and every fork of it, in ps
+def _zygote(ctl_fd, path, root, mounts=""):
+    # root names the zygote, and every fork of it, in ps; it and mounts (the
+    # interpreter's read-only binds, when they live under /tmp) survive a sweep
     import ctypes, os, shutil, signal, socket
+    keep = [root] + [m for m in mounts.split(os.pathsep) if m]
     for name in ("collections", "copy", "dataclasses", "datetime", "decimal", "fractions",
                  "functools", "hashlib", "heapq", "itertools", "json", "math", "operator",
                  "random", "re", "statistics", "string", "typing"):
@@ -1172,12 +1212,12 @@ def _zygote(ctl_fd, path, root):
         clean(root)  # the working directory, and whatever the code put beside it
 
     def clean(top):
-        # empty a private tmpfs, but for the bind mount of root (and the way to it)
+        # empty a private tmpfs, but for the bind mounts kept (and the way to them)
         for entry in os.listdir(top):
             where = os.path.join(top, entry)
-            if where == root:
+            if where in keep:
                 continue
-            if root.startswith(where + "/"):
+            if any(k.startswith(where + "/") for k in keep):
                 clean(where)
             elif os.path.isdir(where) and not os.path.islink(where):
                 shutil.rmtree(where, ignore_errors=True)
@@ -1283,7 +1323,7 @@ class _Zygote:
                 # the outer bwrap and the zygote count too
                 self.cg_path = self.group.create(limits.tasks + 2)
             python = [sys.executable, "-S", "-P", "-c", _HARNESS + _ZYGOTE, str(theirs.fileno())]
-            python += [os.pathsep.join(_site_paths()), self.root]
+            python += [os.pathsep.join(_site_paths()), self.root, os.pathsep.join(_python_roots())]
             argv = _bwrap_prefix(self.root, limits, as_pid_1=True) + python
             if self.cg_path is not None:
                 argv = _join_cgroup(self.cg_path, argv)
@@ -1600,7 +1640,7 @@ def self_test(name: str) -> str | None:
             return _PROBES[name]
         problem: str | None = None
         if name == "bwrap" and _tool("bwrap") is None:
-            problem = "bwrap is not installed (Debian: apt-get install bubblewrap)"
+            problem = "bwrap is not installed (not on PATH)"
         elif name == "unshare" and _tool("unshare") is None:
             problem = "unshare (util-linux) is not installed"
         else:
@@ -1620,20 +1660,96 @@ def available_backends() -> list[str]:
     return [name for name in BACKENDS if self_test(name) is None]
 
 
+#: What each backend weaker than bwrap leaves open, for the warning and for ``cvb doctor``.
+WEAKNESS = {
+    "unshare": "the code runs as you on the real file system: it can write, delete and "
+    "plant files anywhere you can (no network, its processes die with it)",
+    "plain": "no isolation at all: the code can read and change your files, reach the "
+    "network and signal your processes",
+}
+
+
+class WeakSandboxWarning(UserWarning):
+    """Model code is about to run on a backend weaker than bwrap, because the user named it."""
+
+
+def bwrap_fix(problem: str) -> str:
+    """How to make bwrap work, given why its self-test failed."""
+    if "not installed" in problem:
+        return "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+    if any(
+        s in problem for s in ("uid map", "user namespace", "Operation not permitted", "setting up")
+    ):
+        return (
+            "allow unprivileged user namespaces (e.g. sysctl -w kernel.unprivileged_userns_clone=1, "
+            "or on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0), or run as root"
+        )
+    return "see the self-test's message above; `cvb doctor` shows every backend"
+
+
+def _refusal(problem: str) -> str:
+    return (
+        f"model code runs only in the bwrap sandbox, and bwrap does not work here: {problem}. "
+        f"Fix: {bwrap_fix(problem)}. To run on a weaker backend anyway, name it: "
+        f"--sandbox unshare (no file-system isolation) or --sandbox plain (no isolation at "
+        f"all), or set {ENV_BACKEND}. `cvb doctor` shows what this machine offers."
+    )
+
+
+_WARNED: set[str] = set()
+
+
 def backend() -> str:
-    """The backend ``run_python`` uses: ``CVB_SANDBOX`` if set, else the strongest that works."""
+    """The backend ``run_python`` uses: bwrap, or the one ``CVB_SANDBOX`` names.
+
+    There is no silent fallback: when bwrap does not work and no backend is
+    named, this raises, with what is missing and how to install it. A weaker
+    backend, when named, works with a :class:`WeakSandboxWarning` (once per
+    process).
+
+    Raises:
+        SandboxError: bwrap does not work and no backend is named, or the one
+            named is unknown or does not work here.
+    """
     forced = os.environ.get(ENV_BACKEND, "").strip()
-    if forced:
-        if forced not in BACKENDS:
-            raise SandboxError(f"{ENV_BACKEND}={forced!r}: expected one of {', '.join(BACKENDS)}")
-        problem = self_test(forced)
+    if not forced:
+        problem = self_test("bwrap")
         if problem is not None:
-            raise SandboxError(f"{ENV_BACKEND}={forced} does not work here: {problem}")
-        return forced
-    for name in BACKENDS:
-        if self_test(name) is None:
-            return name
-    raise SandboxError(f"no sandbox backend works here: {self_test('plain')}")
+            raise SandboxError(_refusal(problem))
+        return "bwrap"
+    if forced not in BACKENDS:
+        raise SandboxError(f"{ENV_BACKEND}={forced!r}: expected one of {', '.join(BACKENDS)}")
+    problem = self_test(forced)
+    if problem is not None:
+        raise SandboxError(f"{ENV_BACKEND}={forced} does not work here: {problem}")
+    if forced != "bwrap" and forced not in _WARNED:
+        _WARNED.add(forced)
+        warnings.warn(
+            f"model code runs on the {forced} sandbox backend, as asked: {WEAKNESS[forced]}",
+            WeakSandboxWarning,
+            stacklevel=2,
+        )
+    return forced
+
+
+def choose(name: str | None) -> str:
+    """Apply a ``--sandbox`` choice to this process and its children, and return the
+    backend model code will run on (see :func:`backend`).
+
+    Args:
+        name: a backend the user named, or None to keep ``CVB_SANDBOX`` / bwrap.
+    """
+    if name:
+        os.environ[ENV_BACKEND] = name
+    return backend()
+
+
+def with_backend(params: dict[str, Any], name: str | None) -> dict[str, Any]:
+    """A run's params with backend ``name`` among those that judged it (``sandbox``,
+    strongest first: a resume or a re-score on another machine may add one; None
+    when this pass executes no model code)."""
+    seen = {str(b) for b in params.get("sandbox") or ()} | ({name} if name else set())
+    return {**params, "sandbox": [b for b in BACKENDS if b in seen]}
 
 
 def info(name: str | None = None) -> SandboxInfo:

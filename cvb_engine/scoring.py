@@ -219,3 +219,15 @@ def _run_stated_tests(tests: str, subject: Subject) -> CheckResult:
     if kind is None:
         return CheckResult(passed=False, reason="stated tests need the 'exec' check kind")
     return run_check("exec", kind.params.model_validate({"test": tests}), subject)
+
+
+def executes_code(scenario: Scenario) -> bool:
+    """Whether scoring ``scenario`` runs model code (stated tests or an executing check),
+    so that a command can refuse before it starts when no sandbox works."""
+    if scenario.stated_tests:
+        return True
+    return any(
+        (kind := get_kind(spec.kind)) is not None and kind.executes_code
+        for constraint in scenario.constraints
+        for spec in constraint.checks
+    )

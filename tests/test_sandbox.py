@@ -413,11 +413,15 @@ def test_backend_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPatch) -
         sandbox.backend()
 
 
-def test_default_backend_is_the_strongest_available(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_backend_is_bwrap_and_never_a_weaker_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(sandbox.ENV_BACKEND, raising=False)
     available = sandbox.available_backends()
     assert "plain" in available
-    assert sandbox.backend() == available[0]
+    if "bwrap" in available:
+        assert sandbox.backend() == "bwrap"
+    else:  # no silent fallback (tests/test_sandbox_choice.py has the whole contract)
+        with pytest.raises(SandboxError, match="--sandbox unshare"):
+            sandbox.backend()
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,12 @@ backend are stated by tests that would start failing if they changed.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import site
 import socket
+import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -256,6 +260,19 @@ def test_honest_solutions_pass(
 HOSTILE_TEST = "assert add(2, 3) == 5"
 # Cases that end by timing out get 1 s; the others get room for a loaded machine.
 TIMEOUT_S = {True: 1.0, False: 3.0}
+#: Every site-packages folder of this interpreter (a venv's and its base's).
+SITE_DIRS = tuple(
+    sorted(
+        {
+            *site.getsitepackages(),
+            sysconfig.get_paths()["purelib"],
+            sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})[
+                "purelib"
+            ],
+        }
+    )
+)
+PROJECT_FILES = [str(Path(__file__).resolve()), str(Path(sandbox.__file__).resolve())]
 ROOT_CAN_RAISE_LIMITS = False
 try:
     for _line in Path("/proc/self/status").read_text().splitlines():
@@ -278,7 +295,88 @@ class Hostile:
 
 
 NO_FS = "runs as the caller on the real file system: the write or delete goes through"
+# Harm that outlives the test (a .pth runs at every later Python start): never
+# tried where the backend is known not to stop it.
+PERSISTS = "runs as the caller on the real file system: would plant code in site-packages"
+NO_PROC = "no PID namespace: the host's processes and their environments are visible"
+ESCAPE_DIRS = ("/tmp", "/dev/shm", "/var/tmp", "/root")
 HOSTILE: dict[str, Hostile] = {
+    "write-shared-tmp": Hostile(
+        "for d in ('/tmp', '/dev/shm', '/var/tmp'):\n"
+        "    try:\n"
+        "        open(d + '/MARKER-escape', 'w').write('escaped')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def add(a, b):\n    return 0\n",
+        "AssertionError at test line 1",
+        xfail={"unshare": NO_FS, "plain": NO_FS},
+    ),
+    "write-home": Hostile(
+        "import os\n"
+        "for d in (os.path.expanduser('~root'), '/root', os.environ.get('HOME', '/')):\n"
+        "    try:\n"
+        "        open(os.path.join(d, 'MARKER-escape'), 'w').write('escaped')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def add(a, b):\n    return 0\n",
+        "AssertionError at test line 1",
+        xfail={"unshare": NO_FS, "plain": NO_FS},
+    ),
+    "plant-pth": Hostile(
+        "import os, site, sys, sysconfig\n"
+        "dirs = set(site.getsitepackages()) | {sysconfig.get_paths()['purelib']}\n"
+        "dirs |= {p for p in sys.path if p.endswith('site-packages')}\n"
+        "for d in SITE_DIRS + sorted(dirs):\n"
+        "    try:\n"
+        "        open(os.path.join(d, 'MARKER-escape.pth'), 'w').write(\n"
+        '            \'import os; open("/tmp/MARKER-pwned", "w")\\n\')\n'
+        "    except OSError:\n"
+        "        pass\n"
+        "def add(a, b):\n    return 0\n",
+        "AssertionError at test line 1",
+        skip={"unshare": PERSISTS, "plain": PERSISTS},
+    ),
+    "chmod-outside": Hostile(
+        "import os\nos.chmod('OUTSIDE/existing.txt', 0o777)\ndef add(a, b):\n    return 0\n",
+        xfail={"unshare": NO_FS, "plain": NO_FS},
+    ),
+    "delete-beside-workdir": Hostile(
+        "import os\nos.remove('../sibling.txt')\ndef add(a, b):\n    return 0\n",
+        xfail={"unshare": NO_FS, "plain": NO_FS},
+    ),
+    "read-host-environment": Hostile(
+        "import os\n"
+        "SEEN = 'cvb-canary' in str(os.environ)\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    try:\n"
+        "        SEEN = SEEN or b'cvb-canary' in open(f'/proc/{pid}/environ', 'rb').read()\n"
+        "    except (OSError, ValueError):\n"
+        "        pass\n"
+        "def add(a, b):\n    return a + b if SEEN else -1\n",
+        "AssertionError at test line 1",
+        # The canary is set at run time, so /proc/PID/environ (the environment a
+        # process started with) never shows it: the case proves nothing on plain.
+        skip={"plain": NO_PROC},
+    ),
+    "read-host-process-list": Hostile(
+        "import os\n"
+        "FOUND = False\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    try:\n"
+        "        FOUND = FOUND or b'test_exec_check' in open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def add(a, b):\n    return a + b if FOUND else -1\n",
+        "AssertionError at test line 1",
+        xfail={"plain": NO_PROC},
+    ),
+    "read-project-source": Hostile(
+        "import os\n"
+        "FOUND = any(os.path.exists(p) for p in PROJECT_FILES)\n"
+        "def add(a, b):\n    return a + b if FOUND else -1\n",
+        "AssertionError at test line 1",
+        xfail={"unshare": NO_FS, "plain": NO_FS},
+    ),
     "fork-bomb": Hostile(
         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
         timed_out=True,
@@ -483,8 +581,18 @@ class Arena:
     marker: str
     listener: socket.socket
 
-    def snapshot(self) -> dict[str, str]:
-        return {p.name: p.read_text() for p in sorted(self.outside.iterdir())}
+    def snapshot(self) -> dict[str, tuple[str, int]]:
+        files = sorted([*self.outside.iterdir(), *self.workroot.glob("sibling.txt")])
+        return {str(p): (p.read_text(), p.stat().st_mode) for p in files}
+
+    def escapes(self) -> list[str]:
+        """Files the solution left where it must not reach: shared temporary
+        folders, root's home, and every site-packages folder of this interpreter."""
+        found = []
+        for top in (*ESCAPE_DIRS, *SITE_DIRS):
+            with contextlib.suppress(OSError):
+                found += [os.path.join(top, e) for e in os.listdir(top) if self.marker in e]
+        return found
 
     def leftovers(self, wait_s: float = 1.0) -> list[str]:
         # an idle zygote carries the marker too (its root is in the workroot): it is
@@ -514,15 +622,21 @@ def arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Arena]:
     workroot = tmp_path / marker
     workroot.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(workroot))
+    (workroot / "sibling.txt").write_text("beside the work folder")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake")
+    monkeypatch.setenv("CVB_TEST_CANARY", "cvb-canary")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
+    arena = Arena(outside, workroot, marker, listener)
     try:
-        yield Arena(outside, workroot, marker, listener)
+        yield arena
     finally:
         sandbox.shutdown()
         listener.close()
+        for path in arena.escapes():  # what a weaker backend let through (xfail cases)
+            with contextlib.suppress(OSError):
+                os.remove(path)
 
 
 @pytest.mark.parametrize(("variant", "hostile"), _hostile_params())
@@ -542,6 +656,8 @@ def test_hostile_solution_fails_and_harms_nothing(
         hostile.code.replace("OUTSIDE", str(arena.outside))
         .replace("MARKER", arena.marker)
         .replace("PORT", str(arena.listener.getsockname()[1]))
+        .replace("SITE_DIRS", repr(list(SITE_DIRS)))
+        .replace("PROJECT_FILES", repr(PROJECT_FILES))
     )
     before = arena.snapshot()
 
@@ -558,5 +674,6 @@ def test_hostile_solution_fails_and_harms_nothing(
     if "late.txt" in hostile.code:
         time.sleep(1.3)  # the daemon, had it survived, would have written by now
     assert arena.snapshot() == before
+    assert arena.escapes() == [], "the solution wrote outside its sandbox"
     # the harness (this process) is alive and the sandbox still works
     assert check("def add(a, b):\n    return a + b\n", HOSTILE_TEST).passed
