@@ -9,6 +9,8 @@ from cvb_engine.extract import OUTCOMES, Extraction, extract, extract_code
 from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
 from cvb_engine.metrics import RecordRow, Summary, summarize, summarize_rows
 from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
+from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
+from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text
 from cvb_engine.scenario import (
     ARMS,
     CANARY,
@@ -30,6 +32,7 @@ __all__ = [
     "CVB_CATEGORIES",
     "OUTCOMES",
     "PROMPT_VERSION",
+    "RUN_ID_RULE",
     "SCORING_VERSION",
     "CheckKind",
     "CheckResult",
@@ -44,6 +47,7 @@ __all__ = [
     "Subject",
     "Summary",
     "build_messages",
+    "csv_cell",
     "extract",
     "extract_code",
     "get_kind",
@@ -54,10 +58,14 @@ __all__ = [
     "load_file",
     "load_library",
     "load_text",
+    "markdown_text",
     "messages_sha256",
+    "new_run_id",
     "registry",
+    "run_id_problem",
     "score_code",
     "score_response",
     "summarize",
     "summarize_rows",
+    "terminal_text",
 ]

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from sqlmodel import col, select
 
 from cvb_engine import lint as lint_mod
+from cvb_engine import sandbox
 from cvb_engine.metrics import ivr, summarize, summarize_rows
-from cvb_engine.report import ReportNotes, ivr_markdown, limitations_of, markdown, records_csv
+from cvb_engine.report import (
+    ReportNotes,
+    ivr_markdown,
+    limitations_of,
+    markdown,
+    records_csv,
+    sandbox_label,
+)
 from cvb_engine.results import (
     ResultsFileError,
     db_ivr_rows,
@@ -28,8 +37,10 @@ from cvb_engine.results import (
     write_json_atomic,
     write_text_atomic,
 )
+from cvb_engine.run_ids import RunIdError, check_run_id, run_id_arg
+from cvb_engine.safe_text import terminal_text
 from cvb_engine.scenario import ScenarioError, load_library
-from cvb_engine.scoring import SCORING_VERSION, score_response
+from cvb_engine.scoring import SCORING_VERSION, executes_code, score_response
 from cvb_engine.store import Record, Run, StoreError, database_url, session_scope
 
 Handler = Callable[[argparse.Namespace], int]
@@ -52,6 +63,34 @@ class CliError(Exception):
     """A user-facing error: printed as ``cvb: message`` with exit status 2."""
 
 
+def add_sandbox_argument(p: argparse.ArgumentParser) -> None:
+    """``--sandbox``: the only way, with ``CVB_SANDBOX``, to run model code on a backend
+    weaker than bwrap."""
+    p.add_argument(
+        "--sandbox",
+        choices=sandbox.BACKENDS,
+        default=None,
+        help="where model code runs (default: bwrap, and nothing runs without it; "
+        "unshare and plain are weaker and used only when named here or in $CVB_SANDBOX)",
+    )
+
+
+def require_sandbox(choice: str | None) -> str:
+    """The backend model code will run on; a :class:`CliError` naming what is missing
+    when there is none, raised before anything executes."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", sandbox.WeakSandboxWarning)
+        try:
+            name = sandbox.choose(choice)
+        except sandbox.SandboxError as exc:
+            raise CliError(str(exc)) from None
+    for w in caught:
+        print(f"cvb: warning: {w.message}", file=sys.stderr)
+    return name
+
+
 # --------------------------------------------------------------------------- lint
 
 
@@ -71,17 +110,20 @@ def _lint_args(p: argparse.ArgumentParser) -> None:
         help="the per-category count is a warning, as while authoring",
     )
     p.add_argument("--quiet", action="store_true", help="print errors only")
+    add_sandbox_argument(p)
 
 
 @command("lint", _lint_args)
 def cmd_lint(args: argparse.Namespace) -> int:
     """Lint scenario files: file:line: CODE message; exit 1 on any error."""
+    if lint_mod.executes_samples(args.paths):
+        require_sandbox(args.sandbox)  # samples are model-shaped code: never run unsandboxed
     findings = lint_mod.lint_paths(args.paths, shipped=args.shipped)
     errors = sum(f.severity == "error" for f in findings)
     warnings = len(findings) - errors
     for f in findings:
         if f.severity == "error" or not args.quiet:
-            print(f)
+            print(terminal_text(f, multiline=False))  # file names and quoted keys
     files = len(lint_mod.discover(args.paths))
     sys.stdout.flush()
     print(f"{files} file(s): {errors} error(s), {warnings} warning(s)", file=sys.stderr)
@@ -92,9 +134,12 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def _score_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_id", nargs="?", help="run to re-score (default: the latest)")
+    p.add_argument(
+        "run_id", nargs="?", type=run_id_arg, help="run to re-score (default: the latest)"
+    )
     p.add_argument("--scenarios", default="scenarios", help="scenario directory")
     p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+    add_sandbox_argument(p)
 
 
 def _latest_run_id(db: str | None) -> str:
@@ -118,8 +163,15 @@ def cmd_score(args: argparse.Namespace) -> int:
     run_id = args.run_id or _latest_run_id(args.db)
     scored = changed = missing = older = verdicts_changed = 0
     with session_scope(args.db) as session:
-        if session.get(Run, run_id) is None:
+        run = session.get(Run, run_id)
+        if run is None:
             raise CliError(f"no run {run_id!r} in {_safe_url(args.db)}")
+        if any(executes_code(item.scenario) for item in library.values()):
+            # before the first execution; the run's params name every backend that judged it
+            run.params_json = json.dumps(
+                sandbox.with_backend(run.params, require_sandbox(args.sandbox))
+            )
+            session.add(run)
         ids = [r.id for r in iter_run_records(session, run_id) if r.status == "ok"]
         for rid in ids:
             record = session.get(Record, rid)
@@ -141,16 +193,19 @@ def cmd_score(args: argparse.Namespace) -> int:
             if scored % 500 == 0:
                 session.commit()
         session.commit()
+    # A stored run id may predate the run-id rule: shown, like the paths, as text.
     print(
-        f"re-scored {scored} record(s) of run {run_id} under scoring version {SCORING_VERSION}: "
-        f"{verdicts_changed} changed verdict or outcome"
+        terminal_text(
+            f"re-scored {scored} record(s) of run {run_id} under scoring version "
+            f"{SCORING_VERSION}: {verdicts_changed} changed verdict or outcome"
+        )
     )
     if older:
         print(f"  {older} had been judged by older scoring rules")
     if changed:
         print(f"  {changed} with a scenario file that changed since generation (provenance kept)")
     if missing:
-        print(f"  {missing} skipped: their scenario is not in {args.scenarios}")
+        print(terminal_text(f"  {missing} skipped: their scenario is not in {args.scenarios}"))
     return 0
 
 
@@ -192,7 +247,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 @command("report", _report_args)
 def cmd_report(args: argparse.Namespace) -> int:
-    """Report a stored run or a results file: Markdown, JSON, CSV."""
+    """Report a stored run or a results file: Markdown, JSON, CSV, HTML."""
     target = args.target
     if target and (target.endswith(".json") or Path(target).is_file()):
         try:
@@ -203,15 +258,24 @@ def cmd_report(args: argparse.Namespace) -> int:
         summary = summarize_rows(rows)
         ivr_results = ivr(rows)
         run_id = str((data.get("run") or {}).get("id", Path(target).stem))
+        run_info = data.get("run")
+        params = run_info.get("params") if isinstance(run_info, dict) else None
         versions = file_scoring_versions(data)
         scenario_ids = sorted({r.scenario_id for r in rows})
     else:
+        if target:
+            try:
+                check_run_id(target, "RUN_ID")
+            except RunIdError as exc:
+                raise CliError(f"{exc} (and no file {target!r})") from None
         run_id = target or _latest_run_id(args.db)
         with session_scope(args.db) as session:
-            if session.get(Run, run_id) is None:
+            stored = session.get(Run, run_id)
+            if stored is None:
                 raise CliError(
                     f"no run {run_id!r} in {_safe_url(args.db)} (and no file {target!r})"
                 )
+            params = stored.params
             summary = summarize(*db_tallies(session, [run_id]))
             ivr_results = ivr(db_ivr_rows(session, [run_id]))
             versions = scoring_versions(session, [run_id])
@@ -220,6 +284,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     meta = {"run": run_id, "prompt version": data.get("prompt_version", "–") if data else "–"}
     if not data:
         meta.pop("prompt version")
+    meta["sandbox"] = sandbox_label(params)
     notes = ReportNotes(versions, _limitations(args.scenarios, scenario_ids))
     text = markdown(summary, title=f"CVB results: {run_id}", meta=meta, notes=notes)
     if ivr_results:
@@ -250,11 +315,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         ("html", args.html),
     )
     if not any(path for _, path in outputs):
-        print(text)
+        print(terminal_text(text))
     else:
         for flag, path in outputs:
             if path:
-                print(f"wrote {flag}: {path}")
+                print(terminal_text(f"wrote {flag}: {path}"))
     return 0
 
 
@@ -268,6 +333,15 @@ def _studio_args(p: argparse.ArgumentParser) -> None:
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1: only this machine can open the studio)",
     )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests addressed to NAME (or NAME:PORT), e.g. behind a reverse "
+        "proxy; repeatable, added to $CVB_STUDIO_ALLOWED_HOSTS. Any other Host is refused "
+        "(DNS rebinding)",
+    )
     p.add_argument("--scenarios", default="scenarios", help="scenario folder the Author page edits")
     p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
 
@@ -279,6 +353,8 @@ def cmd_studio(args: argparse.Namespace) -> int:
     import os
     import subprocess
 
+    from cvb_engine import hosts
+
     # find_spec locates the studio without importing it: the engine stays UI-free.
     spec = importlib.util.find_spec("studio")
     if spec is None or spec.origin is None:
@@ -288,11 +364,17 @@ def cmd_studio(args: argparse.Namespace) -> int:
     env["CVB_SCENARIOS"] = str(Path(args.scenarios).resolve())
     if args.db:
         env["CVB_DATABASE_URL"] = args.db
+    allowed = [*hosts.allowed_from_env(env), *args.allow_host]
+    try:
+        hosts.normalise_allowed(allowed)
+    except ValueError as exc:
+        raise CliError(f"--allow-host / ${hosts.ALLOWED_HOSTS_ENV}: {exc}") from None
+    env[hosts.ALLOWED_HOSTS_ENV] = ",".join(allowed)
+    env["CVB_STUDIO_PARENT_PID"] = str(os.getpid())  # the studio stops when this process does
+    # studio/serve.py is `streamlit run` with the Host check in front (DNS rebinding).
     command_line = [
         sys.executable,
-        "-m",
-        "streamlit",
-        "run",
+        str(app.parent / "serve.py"),
         str(app),
         "--server.address",
         args.host,
@@ -310,6 +392,31 @@ def cmd_studio(args: argparse.Namespace) -> int:
         return 0
 
 
+# --------------------------------------------------------------------------- doctor
+
+
+def _doctor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
+
+
+@command("doctor", _doctor_args)
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Say what this machine offers (sandbox, store, local model, browser) and how to fix what is missing."""
+    from cvb_engine.doctor import findings
+
+    found = findings(args.db)
+    width = max(len(f.topic) for f in found)
+    for f in found:
+        mark = "ok" if f.ok else "MISSING" if f.needed else "no"
+        print(terminal_text(f"{mark:<8}{f.topic:<{width + 2}}{f.detail}", multiline=False))
+        if f.fix and not f.ok:
+            print(terminal_text(f"{'':<8}{'':<{width + 2}}fix: {f.fix}", multiline=False))
+    blocking = [f.topic for f in found if f.needed and not f.ok]
+    if blocking:
+        print(f"cvb doctor: {', '.join(blocking)} must be fixed before a run", file=sys.stderr)
+    return 1 if blocking else 0
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -324,15 +431,76 @@ PLUGINS: dict[str, str] = {
 }
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default in ``--help``, unless its help already states it or
+    there is none to state (None, False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and default is not None
+            and default is not False
+            and default != argparse.SUPPRESS
+            and "default" not in text
+        ):
+            shown = ",".join(map(str, default)) if isinstance(default, list) else default
+            text += f" (default: {shown})"
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors suggest the command or option meant."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(message + _did_you_mean(self, message))
+
+
+def _known_options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of ``parser`` and of its subcommands."""
+    found = list(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _known_options(sub)
+    return found
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    import difflib
+    import re
+
+    if m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message):
+        choices = re.findall(r"'([^']*)'", m.group(2))
+        close = difflib.get_close_matches(m.group(1), choices, n=1)
+    elif m := re.search(r"unrecognized arguments: (.*)", message):
+        options = _known_options(parser)
+        close = [
+            match[0]
+            for word in m.group(1).split()
+            if word.startswith("-")
+            and (match := difflib.get_close_matches(word.split("=")[0], options, n=1))
+        ]
+    else:
+        return ""
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
 def build_parser(command_name: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cvb", description="Constraint-Violation Benchmark: lint, run, score, report."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _load_plugins(command_name)
     for name, (setup, handler) in _COMMANDS.items():
         doc = (handler.__doc__ or "").strip().splitlines()
-        p = sub.add_parser(name, help=doc[0] if doc else None)
+        p = sub.add_parser(
+            name,
+            help=doc[0] if doc else None,
+            description=doc[0] if doc else None,
+            formatter_class=_HelpFormatter,
+        )
         setup(p)
         p.set_defaults(handler=handler)
     return parser
@@ -362,7 +530,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except (CliError, StoreError) as exc:
-        print(f"cvb: {exc}", file=sys.stderr)
+        # Messages quote servers (API error reasons), files and names: shown as text.
+        print(f"cvb: {terminal_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("cvb: interrupted", file=sys.stderr)

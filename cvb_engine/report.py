@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
-import csv
 import io
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cvb_engine.metrics import Interval, IVRSummary, Outcomes, Rate, Summary
+from cvb_engine.safe_text import markdown_code, write_csv
+from cvb_engine.safe_text import markdown_text as _t
 from cvb_engine.scenario import LoadedScenario
 from cvb_engine.scoring import SCORING_VERSION
 
@@ -38,6 +39,26 @@ CSV_FIELDS = (
     "prompt_version",
     "messages_sha256",
 )
+
+
+def sandbox_label(params: object) -> str:
+    """How a run's executed checks were isolated, from its params, for a report's header.
+
+    ``params["sandbox"]`` lists every backend that judged the run (a resume or a
+    re-score may add one); a run older than the record, or one that executed no
+    code, says so.
+    """
+    raw = params.get("sandbox") if isinstance(params, dict) else None
+    if raw is None:
+        return "not recorded (a run made before cvb recorded it, or no code executed)"
+    names = [str(n) for n in raw] if isinstance(raw, list) else [str(raw)]
+    if not names:
+        return "none (no check executed model code)"
+    weaker = [n for n in names if n != "bwrap"]
+    text = ", ".join(names)
+    if weaker:
+        text += f" (weaker than bwrap: {', '.join(weaker)}, named by the user)"
+    return text
 
 
 @dataclass(frozen=True)
@@ -109,6 +130,7 @@ def fmt_gap(gap: Interval | None) -> str:
 
 
 def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+    # Cells are Markdown already: values from outside go through ``_t`` before.
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
@@ -123,11 +145,15 @@ def markdown(
 ) -> str:
     """The Markdown report: arm accuracy with the gap, answer outcomes with accuracy
     among answered records, per-constraint accuracy, counts, one table per arm by
-    category and the gap by category, then the limitations of the checks."""
+    category and the gap by category, then the limitations of the checks.
+
+    Names and ids in the tables, the title and ``meta`` come from records, files
+    and servers: they are written as plain text (:func:`~cvb_engine.safe_text.markdown_text`).
+    """
     arms = summary.arms
-    out = [f"# {title}", ""]
+    out = [f"# {_t(title)}", ""]
     for key, value in (meta or {}).items():
-        out.append(f"- {key}: {value}")
+        out.append(f"- {_t(key)}: {_t(value)}")
     if meta:
         out.append("")
     older = notes.older_rules_text() if notes else None
@@ -135,11 +161,13 @@ def markdown(
         out += [f"> **Judged by older rules.** {older}", ""]
     has_gap = "mandated" in arms and "incentivized" in arms
     out += ["## Strict accuracy", ""]
-    header = ["model", *arms] + (["gap (mandated − incentivized) [95% CI]"] if has_gap else [])
+    header = ["model", *map(_t, arms)] + (
+        ["gap (mandated − incentivized) [95% CI]"] if has_gap else []
+    )
     out += _table(
         header,
         (
-            [m, *(fmt_rate(summary.strict.get((m, a))) for a in arms)]
+            [_t(m), *(fmt_rate(summary.strict.get((m, a))) for a in arms)]
             + ([fmt_gap(summary.gap.get(m))] if has_gap else [])
             for m in summary.models
         ),
@@ -153,22 +181,28 @@ def markdown(
     out += outcomes_markdown(summary)
     out += ["## Per-constraint accuracy", ""]
     out += _table(
-        ["model", *arms],
-        ([m, *(fmt_rate(summary.constraint.get((m, a))) for a in arms)] for m in summary.models),
+        ["model", *map(_t, arms)],
+        (
+            [_t(m), *(fmt_rate(summary.constraint.get((m, a))) for a in arms)]
+            for m in summary.models
+        ),
     )
     out += ["", "## Counts (scored records / error records)", ""]
     out += _table(
-        ["model", *arms],
-        ([m, *(_counts(summary.strict.get((m, a))) for a in arms)] for m in summary.models),
+        ["model", *map(_t, arms)],
+        ([_t(m), *(_counts(summary.strict.get((m, a))) for a in arms)] for m in summary.models),
     )
     out += ["", "Error records (API failures) are excluded from every denominator.", ""]
     out += ["## By category", ""]
     for arm in arms:
-        out += [f"### {arm}", ""]
+        out += [f"### {_t(arm)}", ""]
         out += _table(
-            ["model", *summary.categories],
+            ["model", *map(_t, summary.categories)],
             (
-                [m, *(fmt_rate(summary.by_category.get((m, arm, c))) for c in summary.categories)]
+                [
+                    _t(m),
+                    *(fmt_rate(summary.by_category.get((m, arm, c))) for c in summary.categories),
+                ]
                 for m in summary.models
             ),
         )
@@ -176,9 +210,12 @@ def markdown(
     if has_gap:
         out += ["### gap (mandated − incentivized)", ""]
         out += _table(
-            ["model", *summary.categories],
+            ["model", *map(_t, summary.categories)],
             (
-                [m, *(fmt_signed(summary.category_gap[(m, c)].value) for c in summary.categories)]
+                [
+                    _t(m),
+                    *(fmt_signed(summary.category_gap[(m, c)].value) for c in summary.categories),
+                ]
                 for m in summary.models
             ),
         )
@@ -232,7 +269,7 @@ OUTCOME_HEADER = [
 
 
 def outcomes_markdown(summary: Summary) -> list[str]:
-    rows = outcome_rows(summary)
+    rows = [[_t(model), _t(arm), *figures] for model, arm, *figures in outcome_rows(summary)]
     if not rows:
         return []
     return ["## Answer outcomes", "", *_table(OUTCOME_HEADER, rows), "", OUTCOMES_NOTE, ""]
@@ -249,7 +286,9 @@ def limitations_markdown(limitations: Iterable[tuple[str, str, str]]) -> list[st
         "detected. These constraints say what their checks cannot judge precisely:",
         "",
     ]
-    out += [f"- `{sid}` / `{cid}`: {text}" for sid, cid, text in items]
+    out += [
+        f"- {markdown_code(sid)} / {markdown_code(cid)}: {_t(text)}" for sid, cid, text in items
+    ]
     return [*out, ""]
 
 
@@ -277,8 +316,8 @@ def ivr_markdown(results: dict[tuple[str, str], IVRSummary]) -> str:
         ],
         (
             [
-                r.model,
-                r.arm,
+                _t(r.model),
+                _t(r.arm),
                 f"{r.stated_pass_rate:.1%} ({r.n_stated_passed}/{r.n_solutions})"
                 if r.stated_pass_rate is not None
                 else "–",
@@ -294,14 +333,20 @@ def ivr_markdown(results: dict[tuple[str, str], IVRSummary]) -> str:
     positions = sorted({k for r in results.values() for k in r.constraint_fail})
     out += ["", "Failure rate per hidden constraint among stated-passing solutions:", ""]
     out += _table(
-        ["model", "arm", *positions],
+        ["model", "arm", *map(_t, positions)],
         (
-            [r.model, r.arm, *(fmt_rate(r.constraint_fail.get(k), counts=True) for k in positions)]
+            [
+                _t(r.model),
+                _t(r.arm),
+                *(fmt_rate(r.constraint_fail.get(k), counts=True) for k in positions),
+            ]
             for r in results.values()
         ),
     )
     excluded = [
-        f"{r.model} / {r.arm}: {', '.join(r.excluded)}" for r in results.values() if r.excluded
+        f"{_t(r.model)} / {_t(r.arm)}: {', '.join(map(_t, r.excluded))}"
+        for r in results.values()
+        if r.excluded
     ]
     if excluded:
         out += ["", "Excluded problems (no stated-passing solution):", ""]
@@ -348,19 +393,28 @@ def _counts(rate: Rate | None) -> str:
 
 
 def records_csv(records: Iterable[dict[str, Any]]) -> str:
-    """CSV of records (one row per cell), from results-file record dicts."""
+    """CSV of records (one row per cell), from results-file record dicts.
+
+    Written by :func:`~cvb_engine.safe_text.write_csv`: a model name, an error
+    reason or a constraint id cannot be a formula in a spreadsheet, nor split a row.
+    """
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for r in records:
+            cons = r.get("constraints") or {}
+            usage = r.get("usage") or {}
+            yield {
+                **r,
+                "constraints_honored": ";".join(k for k, v in cons.items() if v.get("honored")),
+                "constraints_violated": ";".join(
+                    k for k, v in cons.items() if not v.get("honored")
+                ),
+                "prompt_tokens": usage.get("prompt_tokens"),
+                "completion_tokens": usage.get("completion_tokens"),
+            }
+
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for r in records:
-        cons = r.get("constraints") or {}
-        row = dict(r)
-        row["constraints_honored"] = ";".join(k for k, v in cons.items() if v.get("honored"))
-        row["constraints_violated"] = ";".join(k for k, v in cons.items() if not v.get("honored"))
-        usage = r.get("usage") or {}
-        row["prompt_tokens"] = usage.get("prompt_tokens")
-        row["completion_tokens"] = usage.get("completion_tokens")
-        writer.writerow(row)
+    write_csv(buf, CSV_FIELDS, rows())
     return buf.getvalue()
 
 

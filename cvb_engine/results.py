@@ -7,6 +7,7 @@ The results file (``cvb-results/2``) is the interchange format of DESIGN §6 and
      "records": [{"model", "scenario_id", "scenario_version", "category", "arm", "rep",
                   "status", "error", "response", "code", "latency_s", "usage",
                   "finish_reason", "outcome", "truncated", "reasoning", "scoring_version",
+                  "response_cut",
                   "constraints": {cid: {"honored", "checks": [...]}}, "strict",
                   "stated_passed", ...provenance}]}
 
@@ -14,6 +15,9 @@ An error record (``status: "error"``) carries no ``constraints``, no ``strict``
 and no ``outcome``. ``outcome`` is ``answered`` | ``unparseable`` | ``no-code``
 (null for a record scored before outcomes existed, scoring version 1);
 ``reasoning`` is the endpoint's separate reasoning field, never scored.
+``response_cut`` says cvb stored the reply cut at ``--max-response-chars``
+(true), or not (false; null for records stored before cuts existed); an
+optional field, so files without it read as before.
 ``cvb-results/1`` (the same without the four new fields) is still read.
 """
 
@@ -34,6 +38,7 @@ from sqlmodel import Session, col, delete, select
 from cvb_engine.extract import OUTCOMES
 from cvb_engine.metrics import ConstraintTally, RecordRow, Tally, ivr
 from cvb_engine.report import ivr_dict
+from cvb_engine.run_ids import RunIdError, check_run_id
 from cvb_engine.scoring import Scored
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, utcnow
 
@@ -159,6 +164,7 @@ def record_dict(record: Record, constraints: dict[str, Any] | None) -> dict[str,
         "outcome": record.outcome if ok else None,
         "truncated": bool(record.truncated) if ok and record.truncated is not None else None,
         "reasoning": record.reasoning,
+        "response_cut": record.response_cut,
         "scoring_version": record.scoring_version if ok else None,
         "constraints": constraints if ok else None,
         "strict": record.strict if ok else None,
@@ -224,6 +230,23 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat()
 
 
+def _file_mode(target: Path) -> int:
+    """The mode a report file gets: the one it has, else what ``open()`` would give
+    (0666 less the umask): a temporary file is 0600, which a report to share is not."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        pass
+    umask = 0o022
+    try:  # read, not set-and-restore: os.umask() would race other threads (the studio)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                umask = int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o666 & ~umask
+
+
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write JSON next to ``path`` and rename it into place (never a half-written file)."""
     target = Path(path)
@@ -233,6 +256,7 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, ensure_ascii=False, indent=1)
             fh.write("\n")
+            os.fchmod(fh.fileno(), _file_mode(target))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -246,6 +270,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
+            os.fchmod(fh.fileno(), _file_mode(target))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -280,6 +305,14 @@ def load_results_file(path: str | Path) -> dict[str, Any]:
             f"{p}: format: expected one of {', '.join(map(repr, READABLE_FORMATS))}, "
             f"found {data.get('format')!r}"
         )
+    run = data.get("run")
+    if run is not None and not isinstance(run, dict):
+        raise ResultsFileError(f"{p}: run: expected an object")
+    if run and "id" in run:
+        try:
+            check_run_id(run["id"], f"{p}: run.id")
+        except RunIdError as exc:
+            raise ResultsFileError(str(exc)) from None
     records = data.get("records")
     if not isinstance(records, list):
         raise ResultsFileError(f"{p}: records: expected a list")
@@ -312,6 +345,10 @@ def load_results_file(path: str | Path) -> dict[str, Any]:
                 )
             if rec.get("truncated") not in (None, True, False):
                 raise ResultsFileError(f"{p}: records[{i}].truncated: expected true, false or null")
+            if rec.get("response_cut") not in (None, True, False):
+                raise ResultsFileError(
+                    f"{p}: records[{i}].response_cut: expected true, false or null"
+                )
             version = rec.get("scoring_version")
             if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
                 raise ResultsFileError(

@@ -17,6 +17,14 @@ Guarantees:
   cap), 5xx, timeouts, dropped connections, malformed bodies, empty content
   and empty ``choices`` are retried with backoff; what still fails becomes an
   error record, excluded from accuracy.
+* **Every reply is a record** (DESIGN §11). Whatever an endpoint sends, or
+  whatever reading it raises, its cell gets an ok or an error record and the
+  run goes on (:mod:`cvb_engine.replies` reads and validates the bytes).
+  Bodies are read with a bound, replies longer than ``--max-response-chars``
+  are stored cut there and flagged (``response_cut``), and every server string
+  is scrubbed of the key before it is stored or shown. A run is ``finished``
+  only when every cell of its matrix has a record; otherwise it ends
+  ``incomplete`` and a resume sends the cells without a record first.
 
 ``python -m cvb_engine.runner`` takes the same arguments as ``cvb run``.
 """
@@ -43,11 +51,12 @@ from typing import Any, TextIO
 
 import httpx2
 import openai
+from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from cvb_engine import cli
+from cvb_engine import cli, sandbox
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
@@ -60,7 +69,20 @@ from cvb_engine.endpoints import (
 )
 from cvb_engine.prompts import PROMPT_VERSION, Message, build_messages, messages_sha256
 from cvb_engine.recorder import Finished, Recorder, RecorderError, Setup
+from cvb_engine.replies import (
+    MAX_ERROR_CHARS,
+    MAX_RESPONSE_CHARS,
+    BadReply,
+    BoundedClient,
+    Reply,
+    body_limit,
+    is_cut,
+    parse_catalog,
+    parse_completion,
+)
 from cvb_engine.results import export_results, write_json_atomic
+from cvb_engine.run_ids import RunIdError, check_run_id, new_run_id, run_id_arg
+from cvb_engine.safe_text import terminal_text
 from cvb_engine.scenario import (
     ARMS,
     CVB_CATEGORIES,
@@ -81,6 +103,7 @@ DEFAULTS: dict[str, Any] = {
     "timeout_s": 60.0,
     "max_attempts": 5,
     "retry_after_cap_s": 60.0,
+    "max_response_chars": MAX_RESPONSE_CHARS,
 }
 
 
@@ -281,52 +304,31 @@ async def call_once(
     temperature: float,
     max_tokens: int,
     seed: int | None,
-) -> tuple[str, int | None, int | None, str | None, str | None]:
-    """One chat completion; returns (content, prompt tokens, completion tokens, finish
-    reason, reasoning).
+    secret: str = "",
+    max_chars: int = MAX_RESPONSE_CHARS,
+) -> Reply:
+    """One chat completion, read and validated by :func:`cvb_engine.replies.parse_completion`.
 
-    ``reasoning`` is the message's separate reasoning field (``reasoning_content``
-    or ``reasoning``, as reasoning models' gateways send it), stored apart from the
-    reply and never scored. A reply whose content is empty but whose reasoning is
-    not (a reasoning model cut off by ``max_tokens``) is an answer with no code,
-    not an API failure. Raises ``ValueError`` for replies that are not usable (no
-    choices, no content and no reasoning).
+    The reply's separate reasoning field (``reasoning_content`` or ``reasoning``)
+    is kept apart from the content and never scored. A reply whose content is
+    empty but whose reasoning is not (a reasoning model cut off by
+    ``max_tokens``) is an answer with no code, not an API failure.
+
+    Raises:
+        BadReply: the reply is not usable (not JSON, no choices, content that
+            is not text, no content and no reasoning).
     """
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
     if seed is not None:
         kwargs["seed"] = seed
-    resp = await client.chat.completions.create(
+    # The raw response: the body is parsed here, not by the client's unvalidated models.
+    raw = await client.chat.completions.with_raw_response.create(
         model=model,
         messages=messages,  # type: ignore[arg-type]
         **kwargs,
     )
-    if not resp.choices:
-        raise ValueError("the reply has no choices")
-    choice = resp.choices[0]
-    content = choice.message.content if choice.message is not None else None
-    reasoning = _reasoning_field(choice.message)
-    if (not content or not content.strip()) and not reasoning:
-        raise ValueError(f"the reply has empty content (finish_reason={choice.finish_reason})")
-    usage = resp.usage
-    return (
-        content or "",
-        usage.prompt_tokens if usage else None,
-        usage.completion_tokens if usage else None,
-        choice.finish_reason,
-        reasoning,
-    )
-
-
-def _reasoning_field(message: Any) -> str | None:
-    """The message's separate reasoning text, if the endpoint sent one as a string."""
-    if message is None:
-        return None
-    extra = getattr(message, "model_extra", None) or {}
-    for name in ("reasoning_content", "reasoning"):
-        value = extra.get(name, getattr(message, name, None))
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
+    http = raw.http_response
+    return parse_completion(http.content, secret=secret, max_chars=max_chars, body_cut=is_cut(http))
 
 
 async def call_with_retries(
@@ -340,55 +342,74 @@ async def call_with_retries(
     max_attempts: int,
     retry_after_cap_s: float,
     secret: str,
+    max_chars: int = MAX_RESPONSE_CHARS,
 ) -> Finished:
-    """Call until success or ``max_attempts``; a failure becomes an error result."""
+    """Call until success or ``max_attempts``; a failure becomes an error result.
+
+    Never raises for what an endpoint sends (only :class:`FatalEndpointError`
+    for a refused key, and cancellation): anything else, even an exception
+    nobody foresaw, is retried and then becomes the error record.
+    """
     error = "not attempted"
     started = time.monotonic()
     for attempt in range(1, max_attempts + 1):
         wait: float | None = None
         t0 = time.monotonic()
         try:
-            content, p_tok, c_tok, finish, reasoning = await call_once(
-                client, model, messages, temperature=temperature, max_tokens=max_tokens, seed=seed
+            reply = await call_once(
+                client,
+                model,
+                messages,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+                secret=secret,
+                max_chars=max_chars,
             )
             return Finished(
                 cell=("", "", "", 0),
                 status="ok",
-                response=content,
+                response=reply.content,
                 error=None,
                 latency_s=round(time.monotonic() - t0, 4),
-                prompt_tokens=p_tok,
-                completion_tokens=c_tok,
-                finish_reason=finish,
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                finish_reason=reply.finish_reason,
                 attempts=attempt,
                 messages_sha256="",
-                reasoning=reasoning,
+                reasoning=reply.reasoning,
+                response_cut=reply.cut,
             )
         except openai.AuthenticationError as exc:
             raise FatalEndpointError(
-                f"the endpoint refused the API key (HTTP {exc.status_code}): {scrub(exc.message, secret)}"
+                _server_text(
+                    f"the endpoint refused the API key (HTTP {exc.status_code}): {exc.message}",
+                    secret,
+                )
             ) from None
         except openai.PermissionDeniedError as exc:
             raise FatalEndpointError(
-                f"the endpoint refused access (HTTP 403): {scrub(exc.message, secret)}"
+                _server_text(f"the endpoint refused access (HTTP 403): {exc.message}", secret)
             ) from None
         except openai.RateLimitError as exc:
-            error = f"HTTP 429 rate limited: {scrub(exc.message, secret)}"
+            error = f"HTTP 429 rate limited: {exc.message}"
             wait = _retry_after(exc, retry_after_cap_s)
         except openai.APIStatusError as exc:
-            error = f"HTTP {exc.status_code}: {scrub(exc.message, secret)}"
+            error = f"HTTP {exc.status_code}: {exc.message}"
             if exc.status_code < 500 and exc.status_code not in (408, 409):
                 break  # the request itself is wrong (400, 404, 422): retrying cannot help
         except openai.APITimeoutError:
             error = "request timed out"
         except openai.APIConnectionError as exc:
-            error = f"connection failed: {scrub(str(exc.__cause__ or exc), secret)}"
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            error = f"malformed response body: {exc}"
-        except ValueError as exc:
+            error = f"connection failed: {exc.__cause__ or exc}"
+        except BadReply as exc:
             error = str(exc)
         except (httpx2.HTTPError, openai.OpenAIError) as exc:
-            error = f"{type(exc).__name__}: {scrub(str(exc), secret)}"
+            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:
+            # Nothing a server sends may end the run (DESIGN §11): whatever reading
+            # a reply raised that nobody foresaw is this cell's error.
+            error = f"unusable reply ({type(exc).__name__}): {exc}"
         if attempt < max_attempts:
             if wait is None:
                 wait = min(30.0, 0.5 * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
@@ -397,7 +418,8 @@ async def call_with_retries(
         cell=("", "", "", 0),
         status="error",
         response=None,
-        error=f"{error} (after {attempt} attempt{'s' if attempt > 1 else ''}, "
+        error=_server_text(error, secret)
+        + f" (after {attempt} attempt{'s' if attempt > 1 else ''}, "
         f"{time.monotonic() - started:.1f}s)",
         latency_s=None,
         prompt_tokens=None,
@@ -408,6 +430,11 @@ async def call_with_retries(
     )
 
 
+def _server_text(text: object, secret: str) -> str:
+    """An error message built from server text: scrubbed, and cut to a sane length."""
+    return scrub(str(text), secret)[:MAX_ERROR_CHARS]
+
+
 def make_client(
     endpoint: Endpoint,
     key: str,
@@ -415,8 +442,12 @@ def make_client(
     concurrency: int,
     *,
     ssl_context: ssl.SSLContext | None = None,
+    max_response_chars: int = MAX_RESPONSE_CHARS,
 ) -> openai.AsyncOpenAI:
     """An ``openai`` client for ``concurrency`` requests at a time.
+
+    Its HTTP client keeps at most ``body_limit(max_response_chars)`` bytes of
+    any response body (:class:`cvb_engine.replies.BoundedClient`).
 
     Building an SSL context costs about 0.1 s (it loads the CA bundle): pass one
     (from ``httpx2.create_ssl_context()``) to clients made by the dozen.
@@ -424,8 +455,11 @@ def make_client(
     limits = httpx2.Limits(
         max_connections=max(concurrency, 1) + 4, max_keepalive_connections=max(concurrency, 1) + 4
     )
-    http_client = httpx2.AsyncClient(
-        limits=limits, timeout=timeout_s, verify=ssl_context if ssl_context is not None else True
+    http_client = BoundedClient(
+        max_body_bytes=body_limit(max_response_chars),
+        limits=limits,
+        timeout=timeout_s,
+        verify=ssl_context if ssl_context is not None else True,
     )
     return openai.AsyncOpenAI(
         base_url=endpoint.base_url,
@@ -446,8 +480,8 @@ async def probe_catalog(
     """Model ids from ``GET /models``; a clear :class:`RunError` when that fails."""
     client = make_client(endpoint, key, timeout_s, 1, ssl_context=ssl_context)
     try:
-        page = await client.models.list()
-        return sorted(m.id for m in page.data)
+        raw = await client.models.with_raw_response.list()
+        return parse_catalog(raw.http_response.content, secret=key)
     except openai.AuthenticationError:
         raise RunError(
             f"{endpoint.base_url} refused the key in ${endpoint.api_key_env} (HTTP 401)"
@@ -456,11 +490,12 @@ async def probe_catalog(
         raise RunError(f"cannot reach {endpoint.base_url} (connection failed)") from None
     except openai.APIStatusError as exc:
         raise RunError(
-            f"{endpoint.base_url}/models answered HTTP {exc.status_code}: {scrub(exc.message, key)}"
+            f"{endpoint.base_url}/models answered HTTP {exc.status_code}: "
+            + _server_text(exc.message, key)
         ) from None
-    except (json.JSONDecodeError, openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
+    except Exception as exc:  # whatever the body was, it is not a catalog
         raise RunError(
-            f"{endpoint.base_url}/models gave an unusable answer: {scrub(str(exc), key)}"
+            f"{endpoint.base_url}/models gave an unusable answer: {_server_text(exc, key)}"
         ) from None
     finally:
         await client.close()
@@ -487,10 +522,13 @@ class RunOptions:
     timeout_s: float = DEFAULTS["timeout_s"]
     max_attempts: int = DEFAULTS["max_attempts"]
     retry_after_cap_s: float = DEFAULTS["retry_after_cap_s"]
+    max_response_chars: int = DEFAULTS["max_response_chars"]
     run_id: str | None = None
     retry_errors: bool = False
     db: str | None = None
     note: str | None = None
+    # the sandbox backend the user named (--sandbox); None: bwrap or $CVB_SANDBOX
+    sandbox: str | None = None
 
 
 @dataclass
@@ -502,12 +540,13 @@ class RunOutcome:
 
 
 def _default_run_id() -> str:
-    # A random suffix: two runs started in the same second get different ids.
-    return time.strftime("run-%Y%m%d-%H%M%S", time.gmtime()) + f"-{os.urandom(2).hex()}"
+    return new_run_id()
 
 
 class BenchmarkRun:
     """One invocation of ``cvb run``: plan, bind to the store, send, record."""
+
+    sandbox_name: str | None = None
 
     def __init__(
         self,
@@ -517,6 +556,11 @@ class BenchmarkRun:
     ) -> None:
         self.o = options
         self.on_progress = on_progress
+        if options.run_id is not None:
+            try:
+                check_run_id(options.run_id, "run_id")
+            except RunIdError as exc:
+                raise RunError(str(exc)) from None
         try:
             library = load_library(options.scenarios)
         except ScenarioError as exc:
@@ -525,8 +569,15 @@ class BenchmarkRun:
         bad_arms = [a for a in options.arms if a not in ARMS]
         if bad_arms or not options.arms:
             raise RunError(f"unknown arm(s) {bad_arms}; expected some of {', '.join(ARMS)}")
-        if options.runs < 1 or options.concurrency < 1 or options.max_tokens < 1:
-            raise RunError("--runs, --concurrency and --max-tokens must be at least 1")
+        if (
+            options.runs < 1
+            or options.concurrency < 1
+            or options.max_tokens < 1
+            or options.max_response_chars < 1
+        ):
+            raise RunError(
+                "--runs, --concurrency, --max-tokens and --max-response-chars must be at least 1"
+            )
         try:
             self.endpoint = resolve(options.endpoint, options.base_url, options.api_key_env)
         except EndpointError as exc:
@@ -598,6 +649,7 @@ class BenchmarkRun:
                 "concurrency": self.o.concurrency,
                 "timeout_s": self.o.timeout_s,
                 "max_attempts": self.o.max_attempts,
+                "max_response_chars": self.o.max_response_chars,
                 "scenarios_path": str(self.o.scenarios),
             }
         )
@@ -634,7 +686,11 @@ class BenchmarkRun:
         if self.o.retry_errors:
             todo = [c for c in matrix.cells() if status.get(c) == "error"]
         else:
-            todo = [c for c in matrix.cells() if status.get(c) != "ok"]
+            # Cells without any record first, then the errors: a request that keeps
+            # failing costs its own retries, never the cells behind it.
+            todo = [c for c in matrix.cells() if c not in status]
+            todo += [c for c in matrix.cells() if status.get(c) == "error"]
+        run.params_json = json.dumps(sandbox.with_backend(run.params, self.sandbox_name))
         run.status = "running"
         run.pid = os.getpid()
         run.host = socket.gethostname()
@@ -650,7 +706,25 @@ class BenchmarkRun:
             return self.bind(matrix, session)
         return run_id, todo, stored
 
+    def sandbox_backend(self) -> str | None:
+        """The backend that will judge this run's executed checks, or None when no
+        scenario of the run executes model code.
+
+        Raises:
+            RunError: model code would run and no sandbox works (no silent fallback).
+        """
+        from cvb_engine.scoring import executes_code  # scoring itself runs in the recorder
+
+        if not any(executes_code(item.scenario) for item in self.library.values()):
+            return None
+        try:
+            return cli.require_sandbox(self.o.sandbox)  # a weaker backend named: warned
+        except cli.CliError as exc:
+            raise RunError(str(exc)) from None
+
     async def execute(self) -> RunOutcome:
+        # Before the first request: a run whose answers cannot be judged sends nothing.
+        self.sandbox_name = self.sandbox_backend()
         key = read_key_or_fail(self.endpoint)
         # Started first: the recorder imports its modules while the catalog is probed.
         recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
@@ -668,18 +742,18 @@ class BenchmarkRun:
             run_id, todo, stored = self.bind(matrix, session)
         progress = Progress(total=len(todo), skipped=matrix.size - len(todo))
         recorder.begin(Setup(url=url, run_id=run_id, library=self.library, stored=stored))
-        status = "finished"
+        status = "failed"  # unless the sending ends as it should
         try:
             await self._send(todo, matrix, key, recorder, progress)
+            status = "finished"  # if the store agrees, below
         except asyncio.CancelledError:
             status = "cancelled"
-        except FatalEndpointError:
-            status = "failed"
-            raise
         finally:
             # Everything sent is committed and scored before the run is marked done.
             await recorder.close()
             with Session(engine) as session:
+                if status == "finished" and _stored_cells(session, run_id) < matrix.size:
+                    status = "incomplete"  # a resume sends what is missing
                 run = session.get(Run, run_id)
                 if run is not None:
                     run.status = status if recorder.failure is None else "failed"
@@ -702,7 +776,14 @@ class BenchmarkRun:
         # as much CPU as storing and committing did.
         n_workers = min(self.o.concurrency, len(todo))
         clients = [
-            make_client(self.endpoint, key, self.o.timeout_s, 1, ssl_context=self.ssl_context)
+            make_client(
+                self.endpoint,
+                key,
+                self.o.timeout_s,
+                1,
+                ssl_context=self.ssl_context,
+                max_response_chars=self.o.max_response_chars,
+            )
             for _ in range(n_workers)
         ]
         messages_cache: dict[tuple[str, str], tuple[list[Message], str]] = {}
@@ -731,6 +812,7 @@ class BenchmarkRun:
                     max_attempts=self.o.max_attempts,
                     retry_after_cap_s=self.o.retry_after_cap_s,
                     secret=key,
+                    max_chars=self.o.max_response_chars,
                 )
                 result.cell = cell
                 result.messages_sha256 = digest
@@ -767,6 +849,15 @@ class BenchmarkRun:
                 await client.close()
 
 
+def _stored_cells(session: Session, run_id: str) -> int:
+    """Cells of the run with a record, ok or error (a cell is unique in the store)."""
+    return int(
+        session.execute(
+            sa_select(func.count()).select_from(Record).where(col(Record.run_id) == run_id)
+        ).scalar_one()
+    )
+
+
 def read_key_or_fail(endpoint: Endpoint) -> str:
     try:
         return read_key(endpoint.api_key_env)
@@ -793,8 +884,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--endpoint", help="a named endpoint preset (groq, openai, local, or your own)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL")
     p.add_argument("--api-key-env", help="NAME of the environment variable holding the key")
-    p.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
-    p.add_argument("--max-tokens", type=int, default=DEFAULTS["max_tokens"])
+    p.add_argument(
+        "--temperature", type=float, default=DEFAULTS["temperature"], help="sampling temperature"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=DEFAULTS["max_tokens"], help="completion tokens per call"
+    )
     p.add_argument(
         "--seed", type=int, default=DEFAULTS["seed"], help="base seed (+rep); -1 sends none"
     )
@@ -804,9 +899,28 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout", type=float, default=DEFAULTS["timeout_s"], help="seconds per request"
     )
-    p.add_argument("--max-attempts", type=int, default=DEFAULTS["max_attempts"])
-    p.add_argument("--retry-after-cap", type=float, default=DEFAULTS["retry_after_cap_s"])
-    p.add_argument("--run-id", help="name the run; the same id resumes it")
+    p.add_argument(
+        "--max-attempts",
+        type=int,
+        default=DEFAULTS["max_attempts"],
+        help="tries per cell before it is stored as an error",
+    )
+    p.add_argument(
+        "--retry-after-cap",
+        type=float,
+        default=DEFAULTS["retry_after_cap_s"],
+        help="longest Retry-After wait honoured, in seconds",
+    )
+    p.add_argument(
+        "--max-response-chars",
+        type=int,
+        default=DEFAULTS["max_response_chars"],
+        metavar="N",
+        help="store replies longer than N characters cut at N, flagged as cut",
+    )
+    p.add_argument(
+        "--run-id", type=run_id_arg, help="name the run; the same id resumes it (1–80 characters)"
+    )
     p.add_argument(
         "--retry-errors", action="store_true", help="send only the cells stored as errors"
     )
@@ -819,6 +933,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
     p.add_argument("--note", help="a free-text note stored with the run")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    cli.add_sandbox_argument(p)
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -839,32 +954,41 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         timeout_s=args.timeout,
         max_attempts=args.max_attempts,
         retry_after_cap_s=args.retry_after_cap,
+        max_response_chars=args.max_response_chars,
         run_id=args.run_id,
         retry_errors=args.retry_errors,
         db=args.db,
         note=args.note,
+        sandbox=args.sandbox,
     )
 
 
 def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
+    # Model ids come from the endpoint's catalog: every line is shown as text.
+    shown = _TerminalWriter(out)
     models, source = run.dry_models()
     matrix = run.matrix(models)
     by_cat: dict[str, int] = {}
     for meta in matrix.scenarios.values():
         by_cat[meta["category"]] = by_cat.get(meta["category"], 0) + 1
-    out.write(f"endpoint   {run.endpoint.name} {run.endpoint.base_url}\n")
-    out.write(f"models     {', '.join(models)} ({source})\n")
-    out.write(
+    shown.write(f"endpoint   {run.endpoint.name} {run.endpoint.base_url}\n")
+    shown.write(f"models     {', '.join(models)} ({source})\n")
+    shown.write(
         f"scenarios  {len(matrix.scenarios)} ("
         + ", ".join(f"{c} {n}" for c, n in sorted(by_cat.items()))
         + ")\n"
     )
-    out.write(f"arms       {', '.join(matrix.arms)}\n")
-    out.write(f"runs       {matrix.runs}\n")
-    out.write(
+    shown.write(f"arms       {', '.join(matrix.arms)}\n")
+    try:
+        backend = run.sandbox_backend()
+        shown.write(f"sandbox    {backend or 'none needed: no scenario executes model code'}\n")
+    except RunError as exc:
+        shown.write(f"sandbox    MISSING: the run will refuse to start: {exc}\n")
+    shown.write(f"runs       {matrix.runs}\n")
+    shown.write(
         f"sampling   temperature {matrix.temperature}, max_tokens {matrix.max_tokens}, seed {matrix.seed}\n"
     )
-    out.write(
+    shown.write(
         f"matrix     {len(matrix.scenarios)} scenarios × {len(matrix.arms)} arms × {matrix.runs} runs × "
         f"{len(models)} models = {matrix.size} calls\n"
     )
@@ -878,11 +1002,24 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
                         Record.run_id == run.o.run_id, col(Record.status) == "ok"
                     )
                 ).all()
-                out.write(
+                shown.write(
                     f"resume     run {run.o.run_id}: {len(done)} done, {matrix.size - len(done)} to send\n"
                 )
-    out.write("dry run: nothing was sent\n")
+    shown.write("dry run: nothing was sent\n")
     return 0
+
+
+class _TerminalWriter:
+    """``write`` through :func:`~cvb_engine.safe_text.terminal_text`."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        self.stream.write(terminal_text(text))
+
+    def line(self, text: str) -> None:
+        self.write(text + "\n")
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
@@ -902,20 +1039,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (RunError, EndpointError) as exc:
         raise cli.CliError(str(exc)) from None
     p = outcome.progress
-    print(
+    say = _TerminalWriter(sys.stdout).line  # the lines quote ids and paths: shown as text
+    say(
         f"run {outcome.run_id}: {outcome.status}; sent {p.done} ({p.ok} ok, {p.errors} errors), "
         f"{p.skipped} already done, matrix {outcome.matrix.size}"
     )
+    if outcome.status == "incomplete":
+        say(
+            f"  some cells have no record; send them with: cvb run --run-id {outcome.run_id} "
+            "(same arguments)"
+        )
     if p.errors:
-        print(
+        say(
             f"  retry the errors with: cvb run --retry-errors --run-id {outcome.run_id} (same arguments)"
         )
     if args.json:
         engine = get_engine(args.db)
         with Session(engine) as session:
             write_json_atomic(args.json, export_results(session, outcome.run_id))
-        print(f"wrote {args.json}")
-    print(f"report: cvb report {outcome.run_id}")
+        say(f"wrote {args.json}")
+    say(f"report: cvb report {outcome.run_id}")
     return 0 if outcome.status == "finished" else 1
 
 

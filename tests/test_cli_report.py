@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,25 @@ def test_a_bad_results_file_is_named_with_its_field(
     bad.write_text(content, encoding="utf-8")
     out = cvb("report", str(bad))
     assert out.returncode == 2 and fragment in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("writer", ["json", "text"])
+def test_report_files_are_readable_like_any_file_not_private_temporaries(
+    tmp_path: Path, writer: str
+) -> None:
+    """A report is for sharing: it gets 0666 less the umask (0644 here), as ``open()``
+    would give, not the 0600 of the temporary file it is renamed from; an existing
+    file keeps its mode."""
+    from cvb_engine.results import write_json_atomic, write_text_atomic
+
+    write = write_json_atomic if writer == "json" else write_text_atomic
+    old = os.umask(0o022)
+    try:
+        target = tmp_path / "out" / "report.x"
+        write(target, {"a": 1} if writer == "json" else "text")
+        assert target.stat().st_mode & 0o777 == 0o644
+        target.chmod(0o640)
+        write(target, {"a": 2} if writer == "json" else "again")
+        assert target.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)

@@ -39,6 +39,7 @@ from cvb_engine.store import session_scope
 from studio import state
 from studio.components import charts
 from studio.components.code_view import Mark, code_html
+from studio.components.text import block, plain, unlinked
 
 OVERVIEW, BREAKDOWNS, SIDE, COMPARE, IVR, EXPORTS = (
     "Overview",
@@ -253,10 +254,18 @@ live = [i.id for i in infos if i.status in ("running", "created")]
 st.caption(
     f"{len(run_ids)} run(s){' pooled' if len(run_ids) > 1 else ''} · {agg.n_scored:,} scored "
     f"records · {agg.n_errors:,} error record(s) (API failures, excluded from every denominator)"
-    + (f" · still running: {', '.join(live)} (figures refresh as records arrive)" if live else "")
+    + (
+        f" · still running: {', '.join(plain(r) for r in live)} (figures refresh as records arrive)"
+        if live
+        else ""
+    )
 )
 if agg.older_rules_text:
     st.warning(agg.older_rules_text, icon=":material/history:")
+if agg.weaker_sandbox:
+    st.warning(plain(agg.sandbox_text), icon=":material/shield:")
+else:
+    st.caption(plain(agg.sandbox_text))
 if not summary.models:
     st.warning("These runs have no scored records yet.")
     st.stop()
@@ -406,11 +415,12 @@ if tabs[OVERVIEW].open:
                 )
                 protocol = published.protocol
                 st.caption(
-                    f"Source: {published.source}. {protocol.get('endpoint', '')}, temperature "
-                    f"{protocol.get('temperature')}, {protocol.get('runs_per_arm')} runs per arm, "
-                    f"{protocol.get('scenarios')} scenarios, prompt version "
-                    f"{protocol.get('prompt_version')}, {protocol.get('records')} records. "
-                    "Published without confidence intervals."
+                    f"Source: {plain(published.source)}. {plain(protocol.get('endpoint', ''))}, "
+                    f"temperature {plain(protocol.get('temperature'))}, "
+                    f"{plain(protocol.get('runs_per_arm'))} runs per arm, "
+                    f"{plain(protocol.get('scenarios'))} scenarios, prompt version "
+                    f"{plain(protocol.get('prompt_version'))}, {plain(protocol.get('records'))} "
+                    "records. Published without confidence intervals."
                 )
 
 # --------------------------------------------------------------------------- breakdowns
@@ -574,13 +584,15 @@ def marks_of(record: q.CellRecord, scope: str) -> list[Mark]:
 
 
 def show_record(record: q.CellRecord | None, arm: str) -> None:
-    st.markdown(f"#### {arm}")
+    st.markdown(f"#### {plain(arm)}")
     if record is None:
         st.info("No record for this arm in the run.")
         return
     if record.status != "ok":
         st.html(badges_html(record))
-        st.error(record.error or "the request failed")
+        # The server's words: literal text, never Markdown.
+        st.error("The request failed; the endpoint said:", icon=":material/error:")
+        st.code(block(record.error or "(no message)"), language=None, wrap_lines=True)
         return
     n = len(record.constraints)
     bad = len(record.violated)
@@ -599,13 +611,15 @@ def show_record(record: q.CellRecord | None, arm: str) -> None:
         if response_marks:
             st.html(code_html(record.response, response_marks))
         else:
-            st.text(record.response)
+            st.text(block(record.response))
     if record.reasoning:
         with st.expander("Reasoning (separate field, not scored)"):
-            st.code(record.reasoning, language=None, wrap_lines=True)
+            st.code(block(record.reasoning), language=None, wrap_lines=True)
     tokens = f"{record.prompt_tokens or 0}+{record.completion_tokens or 0} tokens"
     latency = f"{record.latency_s:.2f} s" if record.latency_s is not None else "–"
-    st.caption(f"record {record.id} · {latency} · {tokens} · finish {record.finish_reason or '–'}")
+    st.caption(
+        f"record {record.id} · {latency} · {tokens} · finish {plain(record.finish_reason or '–')}"
+    )
 
 
 if tabs[SIDE].open:
@@ -628,12 +642,12 @@ if tabs[SIDE].open:
             st.info("This run has no records yet.")
         else:
             pooled = " · ".join(
-                f"{a} {r.value:.2f} ({r.k}/{r.n})"
+                f"{plain(a)} {r.value:.2f} ({r.k}/{r.n})"
                 for a in choices.arms
                 if (r := summary.by_scenario.get((model, a, sid))) and r.value is not None
             )
             st.caption(
-                f"Strict accuracy of {model} on {sid} over every repetition"
+                f"Strict accuracy of {plain(model)} on {plain(sid)} over every repetition"
                 f"{' of the selected runs' if len(run_ids) > 1 else ''}: {pooled}"
             )
             stacked = st.toggle(
@@ -656,7 +670,10 @@ if tabs[SIDE].open:
             b_arm = d2.selectbox("To", present, index=len(present) - 1, key="results_sbs_diff_b")
             failed = [a for a in (a_arm, b_arm) if a and records[a].status != "ok"]
             if failed:
-                st.info(f"No diff: {', '.join(failed)} is an API error record (no code).")
+                st.info(
+                    f"No diff: {', '.join(plain(a) for a in failed)} is an API error record "
+                    "(no code)."
+                )
             elif a_arm and b_arm:
                 a_code, b_code = records[a_arm].code, records[b_arm].code
                 diff = "\n".join(
@@ -674,8 +691,8 @@ if tabs[SIDE].open:
             with st.expander("Prompts each arm received"):
                 if prompts is None:
                     st.warning(
-                        f"The scenario file `{sid}.yaml` is not under {state.scenarios_root()}: "
-                        "its prompts cannot be rebuilt here."
+                        f"The scenario file {plain(sid)}.yaml is not under "
+                        f"{plain(state.scenarios_root())}: its prompts cannot be rebuilt here."
                     )
                 else:
                     ptabs = st.tabs([a for a in choices.arms if a in prompts["arms"]])
@@ -687,14 +704,15 @@ if tabs[SIDE].open:
                             sent = records.get(arm)
                             if sent is not None and sent.messages_sha256 == p["sha256"]:
                                 st.caption(
-                                    f"Rebuilt from `{prompts['path']}`: byte-identical to what "
-                                    f"was sent (messages sha256 {p['sha256'][:12]}…)."
+                                    f"Rebuilt from {plain(prompts['path'])}: byte-identical to "
+                                    f"what was sent (messages sha256 {p['sha256'][:12]}…)."
                                 )
                             elif sent is not None:
                                 st.warning(
                                     "The scenario file changed since this record was generated: "
                                     "what is shown is today's prompt, not the one sent "
-                                    f"(sent {sent.messages_sha256[:12]}…, now {p['sha256'][:12]}…)."
+                                    f"(sent {plain(sent.messages_sha256[:12])}…, "
+                                    f"now {p['sha256'][:12]}…)."
                                 )
                             for message in p["messages"]:
                                 st.markdown(f"**{message['role']}**")
@@ -770,11 +788,14 @@ if tabs[COMPARE].open:
                 )
                 notes = []
                 if comparison.only_in_a:
-                    notes.append(f"only in A: {', '.join(comparison.only_in_a)}")
+                    notes.append(f"only in A: {', '.join(map(plain, comparison.only_in_a))}")
                 if comparison.only_in_b:
-                    notes.append(f"only in B: {', '.join(comparison.only_in_b)}")
+                    notes.append(f"only in B: {', '.join(map(plain, comparison.only_in_b))}")
                 pa, pb = by_id[run_a].prompt_version, by_id[run_b].prompt_version
-                notes.append(f"prompt version A {pa}, B {pb}" + (" (differ)" if pa != pb else ""))
+                notes.append(
+                    f"prompt version A {plain(pa)}, B {plain(pb)}"
+                    + (" (differ)" if pa != pb else "")
+                )
                 st.caption(" · ".join(notes) + ". Gap rows: A n / B n show each gap's 95% CI.")
 
 # --------------------------------------------------------------------------- IVR
@@ -789,7 +810,8 @@ if IVR in tabs and tabs[IVR].open:
             ),
             "results_fig_ivr",
         )
-        st.markdown(ivr_markdown(results).replace("## Intent Violation Rate (IVR)", ""))
+        # The report's Markdown escapes every value; only bare URLs are left to break.
+        st.markdown(unlinked(ivr_markdown(results).replace("## Intent Violation Rate (IVR)", "")))
         if ref is not None:
             st.html(
                 '<div style="font-family:system-ui,sans-serif;font-size:14px;color:#57606a">'
@@ -865,8 +887,8 @@ if tabs[EXPORTS].open:
             f"**Markdown**: the tables of `cvb report` (strict accuracy with the gap and its CI, "
             "answer outcomes, per-constraint accuracy, counts, by category), whether older "
             "scoring rules judged some records, and the stated limitations of the checks of "
-            f"the runs' scenarios under `{scenario_root}`. **JSON**: every record of "
-            f"{export_run} with its verdicts and evidence (`cvb-results/2`, what "
+            f"the runs' scenarios under {plain(scenario_root)}. **JSON**: every record of "
+            f"{plain(export_run)} with its verdicts and evidence (`cvb-results/2`, what "
             "`cvb report FILE.json` reads back). **CSV**: one row per record. **HTML**: one "
             "self-contained file with inline SVG charts and the published reference figures, "
             "no script; it opens in any browser."

@@ -1,0 +1,70 @@
+"""The CLI's help and errors: defaults are shown, typos get a suggestion."""
+
+from __future__ import annotations
+
+import pytest
+
+from cvb_engine import cli
+
+
+def help_of(command: str, capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    return capsys.readouterr().out
+
+
+def error_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "default"),
+    [
+        pytest.param("--runs RUNS", "(default: 3)", id="runs"),
+        pytest.param("--temperature TEMPERATURE", "(default: 0.0)", id="zero-is-a-default"),
+        pytest.param("--max-tokens MAX_TOKENS", "(default: 1024)", id="max-tokens"),
+        pytest.param("--arms ARMS", "cold,mandated,incentivized", id="list"),
+    ],
+)
+def test_run_help_shows_defaults(
+    option: str, default: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = " ".join(help_of("run", capsys).split())
+    options = text[text.index("options:") :]  # not the usage line
+    after = options[options.index(option) :]
+    assert default in after[: len(option) + 120], after[:200]
+
+
+def test_help_states_no_default_twice_and_none_that_is_not_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = help_of("run", capsys)
+    assert "(default: None)" not in text and "(default: False)" not in text
+    assert text.count("default: $CVB_DATABASE_URL") == 1
+
+
+def test_report_help_names_every_format(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of("report", capsys)
+    assert "Markdown, JSON, CSV, HTML" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "suggestion"),
+    [
+        pytest.param(["rnu"], "did you mean 'run'?", id="command"),
+        pytest.param(["reprot"], "did you mean 'report'?", id="command-2"),
+        pytest.param(["run", "--modles", "m"], "did you mean '--models'?", id="option"),
+        pytest.param(["report", "--hmtl", "x.html"], "did you mean '--html'?", id="option-2"),
+    ],
+)
+def test_typos_get_a_suggestion(
+    argv: list[str], suggestion: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert suggestion in error_of(argv, capsys)
+
+
+def test_nothing_close_gets_no_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "did you mean" not in error_of(["zzzzqqq"], capsys)
