@@ -467,6 +467,7 @@ class CellRecord:
     # answered | unparseable | no-code; None for an error record or one scored before outcomes
     outcome: str | None = None
     truncated: bool = False  # the endpoint stopped at max_tokens (finish_reason "length")
+    response_cut: bool = False  # cvb stored the reply cut at --max-response-chars
     reasoning: str | None = None  # the endpoint's separate reasoning field, never scored
     scoring_version: int | None = None  # None: version 1, before outcomes
 
@@ -613,6 +614,7 @@ def cell_records(
             constraints=views,
             outcome=r.outcome,
             truncated=bool(r.truncated),
+            response_cut=bool(r.response_cut),
             reasoning=r.reasoning or None,
             scoring_version=r.scoring_version,
         )

@@ -549,6 +549,12 @@ def badges_html(record: q.CellRecord) -> str:
             '<span class="cvb-badge err" data-outcome="truncated" '
             'title="the endpoint stopped at max_tokens">truncated</span>'
         )
+    if record.response_cut:
+        out.append(
+            '<span class="cvb-badge err" data-outcome="cut" '
+            'title="the reply was longer than --max-response-chars: cvb stored it cut">'
+            "stored cut</span>"
+        )
     if record.older_rules:
         out.append(
             f'<span class="cvb-badge err" data-scoring="{record.rules}" title="judged by older '

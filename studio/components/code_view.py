@@ -53,10 +53,25 @@ CSS = """
 """
 
 
+#: The most of a text the code view draws: past this a browser tab stalls on the
+#: spans (a 5 MB reply never rendered); the rest is counted, not drawn.
+VIEW_LIMIT = 60_000
+
+
 def code_html(
-    code: str, marks: list[Mark] | tuple[Mark, ...] = (), *, include_css: bool = True
+    code: str,
+    marks: list[Mark] | tuple[Mark, ...] = (),
+    *,
+    include_css: bool = True,
+    limit: int = VIEW_LIMIT,
 ) -> str:
-    """HTML for ``code`` with ``marks`` highlighted; every marked line names its checks."""
+    """HTML for ``code`` with ``marks`` highlighted; every marked line names its checks.
+
+    At most ``limit`` characters are drawn; a note says how many were left out.
+    """
+    hidden = max(0, len(code) - limit)
+    if hidden:
+        code = code[:limit]
     lines = code.split("\n")
     per_line: dict[int, list[Mark]] = defaultdict(list)
     for mark in marks:
@@ -108,5 +123,10 @@ def code_html(
             )
         out.append(f'<div class="row{row_class}" data-line="{number}">{"".join(parts)}</div>')
         offset += len(line) + 1
+    if hidden:
+        out.append(
+            f'<div class="row" data-cut="{hidden}"><span class="ln">…</span>'
+            f"{hidden:,} more characters not shown here (the record holds them: export it)</div>"
+        )
     out.append("</pre>")
     return "".join(out)
