@@ -12,6 +12,7 @@ import contextlib
 import os
 import site
 import socket
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -272,6 +273,7 @@ SITE_DIRS = tuple(
         }
     )
 )
+HOST_PROCESS_NAME = f"cvbhostproc{os.getpid()}"
 PROJECT_FILES = [str(Path(__file__).resolve()), str(Path(sandbox.__file__).resolve())]
 ROOT_CAN_RAISE_LIMITS = False
 try:
@@ -363,7 +365,7 @@ HOSTILE: dict[str, Hostile] = {
         "FOUND = False\n"
         "for pid in os.listdir('/proc'):\n"
         "    try:\n"
-        "        FOUND = FOUND or b'test_exec_check' in open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+        "        FOUND = FOUND or b'HOSTPROC' in open(f'/proc/{pid}/cmdline', 'rb').read()\n"
         "    except OSError:\n"
         "        pass\n"
         "def add(a, b):\n    return a + b if FOUND else -1\n",
@@ -628,10 +630,19 @@ def arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Arena]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
+    # A process of the host's, for code that goes looking (its name is not the marker:
+    # it is no leftover of the solution's).
+    host_proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)", HOST_PROCESS_NAME],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
     arena = Arena(outside, workroot, marker, listener)
     try:
         yield arena
     finally:
+        host_proc.kill()
+        host_proc.wait()
         sandbox.shutdown()
         listener.close()
         for path in arena.escapes():  # what a weaker backend let through (xfail cases)
@@ -658,6 +669,7 @@ def test_hostile_solution_fails_and_harms_nothing(
         .replace("PORT", str(arena.listener.getsockname()[1]))
         .replace("SITE_DIRS", repr(list(SITE_DIRS)))
         .replace("PROJECT_FILES", repr(PROJECT_FILES))
+        .replace("HOSTPROC", HOST_PROCESS_NAME)
     )
     before = arena.snapshot()
 
