@@ -130,6 +130,32 @@ true`` that call comes after it in the source (position order, not flow), so
 ``require-call os.fsync`` with ``same_function_as: [os.replace], before:
 true`` asks for an fsync in the same function as, and ahead of, a replace.
 
+Through the code's own functions. With ``through_calls``, ``inside`` also holds
+for a call in a def of the code (or a method called on ``self``) that is called,
+directly or through further such defs (at most ``_MAX_CALL_DEPTH`` calls), from
+a place where it holds: ``time.sleep`` in a plain helper a coroutine calls is
+inside an async def. A function only referenced (``asyncio.to_thread(f)``) is not
+called. ``arg_dynamic_string`` then also counts a call of such a def that returns
+a dynamically built string, and ``not_after`` a call of one that makes the
+earlier call, or one ahead of a call of the def holding the call.
+
+Objects calls make. A method of an object a call has just made is named after
+that call, as for a receiver bound to it: ``threading.Event().wait(5)`` is
+``threading.Event.wait``. ``on_fresh_object`` asks for such a method call, or one
+on a function's local bound once to a call and read nowhere but as the receiver
+of method calls (``ev = threading.Event(); ev.wait(5)``). A function handed to
+``dataclasses.field(default_factory=f)`` (attrs' and pydantic's fields, or
+``collections.defaultdict(f)``), ``f`` resolved, is a call of ``f`` with no
+arguments, where context conditions never hold (as for ``partial``).
+
+Where values go. ``result_used``, ``result_unread``, ``result_subtracted`` and
+``value_from_call`` follow a call's value through the names (and attributes) it
+is assigned to, by name, anywhere in the code: a coarse view that errs towards
+"used" / "read", so a forbid does not fire on a guess. ``not_argument_of`` holds
+for a call whose value is not handed to another (``asyncio.wait_for(coro, 5)``).
+``forbid-construct unread-accumulator`` finds a function's local that is updated
+(``n += 1``, ``bad.append(r)``, ``by[k] = v``) but never read.
+
 Only the syntax tree is inspected: names in comments, docstrings and strings
 never count, and nothing is evaluated. The tree is walked once per
 :class:`Subject`; the result is shared by every ``python-ast`` check of that
@@ -144,7 +170,7 @@ import ast
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 from operator import attrgetter
 from typing import Any, Literal, Self, TypeAlias
@@ -173,6 +199,7 @@ Construct: TypeAlias = Literal[
     "global-statement",
     "mutable-default-arg",
     "assert-statement",
+    "unread-accumulator",
 ]
 LiteralValue: TypeAlias = bool | int | float | str | None
 Excuse: TypeAlias = Literal["test-function", "main-guard"]
@@ -184,6 +211,7 @@ CONSTRUCT_LABELS: dict[str, str] = {
     "global-statement": "global statement",
     "mutable-default-arg": "mutable default argument",
     "assert-statement": "assert statement",
+    "unread-accumulator": "accumulator never read",
 }
 _CALL_RULES = ("forbid-call", "require-call")
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -216,6 +244,20 @@ _MAX_LISTED = 3
 _EXCUSES = frozenset({"test-function", "main-guard"})
 _TEST_FUNCTION = frozenset({"test-function"})
 _PARTIALS = frozenset({"functools.partial", "partial"})
+# Calls that take a function and call it themselves: the keyword that names it (an int:
+# the position), e.g. field(default_factory=threading.Lock) calls threading.Lock.
+_FACTORY_TAKERS: dict[str, str | int] = {
+    "dataclasses.field": "default_factory",
+    "pydantic.Field": "default_factory",
+    "pydantic.fields.Field": "default_factory",
+    "attrs.field": "factory",
+    "attr.ib": "factory",
+    "attr.attrib": "factory",
+    "attr.field": "factory",
+    "collections.defaultdict": 0,
+}
+# How far through_calls follows the code's own functions to their callers.
+_MAX_CALL_DEPTH = 4
 
 
 class Where(BaseModel):
@@ -270,15 +312,78 @@ class Where(BaseModel):
     max_args: NonNegativeInt | None = Field(
         default=None, description="at most this many positional arguments"
     )
-    inside: Literal["async-def", "function", "loop", "except-handler"] | None = Field(
+    inside: Literal["async-def", "function", "loop", "except-handler", "busy-wait"] | None = Field(
         default=None,
         description="the call is inside this construct within its own function body "
-        "(async-def: the nearest enclosing function is an async def)",
+        "(async-def: the nearest enclosing function is an async def; busy-wait: the "
+        "test of a while loop that does nothing else, its body only pass / continue / "
+        "... or only `if <test>: break`)",
     )
-    not_inside: Literal["with", "async-with"] | None = Field(
+    not_inside: Literal["with", "async-with", "main-guard"] | None = Field(
         default=None,
         description="the call is not in the header or body of a with / async with block "
-        "of its own function body",
+        "of its own function body (main-guard: not in the body of "
+        "if __name__ == '__main__', nor in a function defined there)",
+    )
+    through_calls: bool = Field(
+        default=False,
+        description="follow the code's own functions: inside also holds when the function "
+        "holding the call (a def of the code, or a method called on self) is called from "
+        "a place where it holds, directly or through further such calls (at most "
+        f"{_MAX_CALL_DEPTH} deep; a function only referenced, as in to_thread(f), is not "
+        "called); arg_dynamic_string also counts a call of such a function that returns "
+        "a dynamically built string; not_after also counts such functions (see there)",
+    )
+    on_fresh_object: bool = Field(
+        default=False,
+        description="the call is a method called on an object nothing else can reach: "
+        "one a call has just made (threading.Event().wait(5)), or one bound once in the "
+        "function itself to a call, or as a with target, and read nowhere but as the "
+        "receiver of method calls (ev = threading.Event(); ev.wait(5)); not "
+        "self.stop.wait(5), nor an event handed to a thread",
+    )
+    value_from_call: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="each keyword's value is the result of a call matching one of these "
+        "names, an attribute of it, a name bound once to either, or an or / and with "
+        "such an operand "
+        "(size: [os.path.getsize, '*.stat'] matches read(os.path.getsize(p)), "
+        "read(os.stat(p).st_size) and n = os.path.getsize(p); read(n))",
+    )
+    result_used: bool | None = Field(
+        default=None,
+        description="true: the call's value is used; false: it is discarded — the call is a "
+        "statement of its own (awaited or not), or its value is only assigned to names "
+        "(or attributes) that are never read anywhere in the code",
+    )
+    not_argument_of: list[str] = Field(
+        default_factory=list,
+        description="the call's value is not handed to a call matching one of these names: "
+        "as (or inside) one of its arguments, or through a name bound once to it "
+        "(asyncio.wait_for(proc.communicate(), 5), coro = proc.communicate(); "
+        "asyncio.wait_for(coro, 5))",
+    )
+    not_after: list[str] = Field(
+        default_factory=list,
+        description="no call matching one of these names comes ahead of the call (position "
+        "order) in the function body that holds it; with through_calls, nor a call of "
+        "the code's own function that makes one, nor one ahead of a call of the function "
+        "holding the call (os.replace not after os.fsync: the data is not synced first)",
+    )
+    result_unread: list[str] = Field(
+        default_factory=list,
+        description="none of these attributes is read on the object the call makes, "
+        "through the name it is assigned to or the with target, anywhere in the code; a "
+        "method counts only when its value is used (if proc.wait() != 0 reads wait, "
+        "proc.wait() on a line of its own does not); an object passed on, returned, "
+        "stored elsewhere or used in place may be read there, so the condition does not "
+        "hold for it",
+    )
+    result_subtracted: bool = Field(
+        default=False,
+        description="the call's value is an operand of a subtraction (t1 - t0), directly "
+        "or through a name (or attribute) it is assigned to, as a duration measured "
+        "from two readings is",
     )
     outside_function: list[str] = Field(
         default_factory=list,
@@ -311,10 +416,14 @@ class Where(BaseModel):
             | set(self.missing_keyword)
             | set(self.keyword_none_or_missing)
             | set(self.keyword_not_in)
+            | set(self.value_from_call)
         )
         bad = sorted(k for k in named | set(self.positional) if not k.isidentifier())
         if bad:
             raise ValueError(f"not a keyword name: {', '.join(bad)}")
+        bad = sorted(n for n in self.result_unread if not n.isidentifier())
+        if bad:
+            raise ValueError(f"result_unread: not an attribute name: {', '.join(bad)}")
         bad = sorted(n for n in self.outside_function if not n.isidentifier())
         if bad:
             raise ValueError(f"outside_function: not a function name: {', '.join(bad)}")
@@ -334,9 +443,27 @@ class Where(BaseModel):
         low, high = self.min_args, self.max_args
         if low is not None and high is not None and low > high:
             raise ValueError("min_args is greater than max_args")
-        names = [n for n in self.same_function_as if not _NAME_PATTERN.fullmatch(n)]
+        empty = sorted(k for k, values in self.value_from_call.items() if not values)
+        if empty:
+            raise ValueError(f"value_from_call lists no name for {', '.join(empty)}")
+        names = [
+            n
+            for values in self.value_from_call.values()
+            for n in values
+            if not _NAME_PATTERN.fullmatch(n)
+        ]
         if names:
-            raise ValueError(f"same_function_as: not a dotted name or wildcard: {', '.join(names)}")
+            raise ValueError(f"value_from_call: not a dotted name or wildcard: {', '.join(names)}")
+        names = [
+            n
+            for n in [*self.same_function_as, *self.not_after, *self.not_argument_of]
+            if not _NAME_PATTERN.fullmatch(n)
+        ]
+        if names:
+            raise ValueError(
+                "same_function_as / not_after / not_argument_of: not a dotted name or wildcard: "
+                + ", ".join(names)
+            )
         if self.before and not self.same_function_as:
             raise ValueError("before needs same_function_as")
         return self
@@ -432,6 +559,7 @@ class _Scope:
     holds the annotation of a name annotated once (parameters included).
     ``body`` is the function body the scope belongs to: itself for a function
     or the module, the enclosing one for a class body or a comprehension.
+    ``name`` is a def's name; its ``parent`` is the scope that binds it.
     """
 
     __slots__ = (
@@ -441,7 +569,9 @@ class _Scope:
         "imports",
         "is_class",
         "locals",
+        "name",
         "parent",
+        "returns_dynamic",
         "single",
         "strings",
     )
@@ -460,6 +590,10 @@ class _Scope:
         self.strings = dict.fromkeys(self.locals, "other")
         self.single: dict[str, ast.expr | ast.withitem | None] = dict.fromkeys(self.locals)
         self.annotated: dict[str, ast.expr | None] | None = None
+        # A def's name (None for other scopes), and whether one of its return
+        # statements returns a dynamically built string (when string kinds are followed).
+        self.name: str | None = None
+        self.returns_dynamic = False
         # The scopes a name is looked up in, innermost first. Python's rule: a
         # class body is visible to itself, not to what it encloses.
         self.chain: tuple[_Scope, ...]
@@ -549,7 +683,8 @@ class _Call:
     rank: tuple[int, int]
     name: str | None = None
     args: _Args | None = None
-    # For the call of f that a ``partial(f, ...)`` call stands for: the partial call.
+    # For the call of f that another call stands for, ``partial(f, ...)`` or
+    # ``field(default_factory=f)``: that call (where f will run is not known).
     partial: ast.Call | None = None
 
 
@@ -766,6 +901,16 @@ def _method_class(scope: _Scope) -> _Scope | None:
     return None
 
 
+def _is_break_if(node: ast.stmt) -> bool:
+    """``if <test>: break`` and nothing else."""
+    return (
+        isinstance(node, ast.If)
+        and not node.orelse
+        and len(node.body) == 1
+        and isinstance(node.body[0], ast.Break)
+    )
+
+
 def _is_main_guard(node: ast.expr) -> bool:
     """``__name__ == "__main__"`` (either way round)."""
     if not (
@@ -869,6 +1014,10 @@ class _Walker:
         self.excused: dict[int, frozenset[str]] = {}
         # The function, class and module scopes, in the order they were made.
         self.scopes: list[_Scope] = [self.module_scope]
+        # The defs and classes of the code, by (id of the scope that binds the
+        # name, name): the def bodies, and each class's bases with their scope.
+        self.defs: dict[tuple[int, str], list[_Scope]] = {}
+        self.classes: dict[tuple[int, str], list[tuple[list[ast.expr], _Scope]]] = {}
         self.markers = markers
         self.deferred: list[_Deferred] = []
         # The clock orders the walk: it ticks at each call and each deferral, and
@@ -943,6 +1092,13 @@ class _Walker:
 
     def _return(self, node: ast.Return, ctx: _Ctx) -> None:
         if node.value is not None:
+            body = ctx.scope.body
+            if (
+                self.strings
+                and not body.returns_dynamic
+                and _string_kind(node.value, ctx.scope.string_kind) == "dynamic"
+            ):
+                body.returns_dynamic = True
             self._expr(node.value, ctx)
 
     def _raise(self, node: ast.Raise, ctx: _Ctx) -> None:
@@ -1152,6 +1308,8 @@ class _Walker:
         if not isinstance(node, ast.Lambda):
             self.scopes.append(scope)
             self._bind(node.name, ctx.scope)
+            scope.name = node.name
+            self.defs.setdefault((id(ctx.scope), node.name), []).append(scope)
         labels = (
             _ASYNC_FUNCTION_LABELS if isinstance(node, ast.AsyncFunctionDef) else _FUNCTION_LABELS
         )
@@ -1202,6 +1360,7 @@ class _Walker:
 
     def _class_def(self, node: ast.ClassDef, ctx: _Ctx) -> None:
         self._bind(node.name, ctx.scope)
+        self.classes.setdefault((id(ctx.scope), node.name), []).append((node.bases, ctx.scope))
         labels = ctx.labels | {"test-class"} if node.name.startswith("Test") else ctx.labels
         inner = _Ctx(labels, _Scope(parent=ctx.scope, is_class=True))
         self.scopes.append(inner.scope)
@@ -1220,8 +1379,21 @@ class _Walker:
 
     def _while(self, node: ast.While, ctx: _Ctx) -> None:
         loop = ctx.plus("loop")
-        self._expr(node.test, loop)
-        self._block(node.body, loop)
+        body = node.body
+        if _swallows(body):  # while time.monotonic() < deadline: pass
+            self._expr(node.test, loop.plus("busy-wait"))
+            self._block(body, loop)
+        else:
+            self._expr(node.test, loop)
+            exits = [s for s in body if _is_break_if(s)]
+            if exits and all(s in exits or _swallows([s]) for s in body):
+                # while True: if time.monotonic() >= deadline: break
+                spin = loop.plus("busy-wait")
+                for statement in body:
+                    if isinstance(statement, ast.If):
+                        self._expr(statement.test, spin)
+            else:
+                self._block(body, loop)
         self._block(node.orelse, ctx)
 
     # blocks
@@ -1465,6 +1637,170 @@ def _call_order(call: _Call) -> tuple[int, int, int, int]:
     return (*_position(call.node), *call.rank)
 
 
+@dataclass(slots=True)
+class _Flow:
+    """Where values go, for the conditions on a call's result (made by :func:`_flow`).
+
+    ``assigned`` maps a call (by node id) to the targets its value is assigned to
+    (``t0 = time.time()``, ``self.sem = Semaphore(5)``, ``t = await f()``);
+    ``discarded`` holds the calls that are statements of their own; ``loads`` counts
+    the reads of each name anywhere, ``receivers`` those that are the receiver of a
+    method call (``ev`` in ``ev.wait()``) and ``bases`` those that are the base of an
+    attribute (``proc`` in ``proc.stdout``); ``attributes`` holds the attribute names
+    read anywhere and ``read_on`` those read on each name, a method counting only
+    when its value is used (not ``proc.wait()`` on a line of its own);
+    ``with_targets`` maps a call to the target of the ``with`` it opens; ``subtracted`` the
+    calls (by id), ``subtracted_names`` the names and ``subtracted_attributes`` the
+    attribute names that are operands of a subtraction.
+    """
+
+    assigned: dict[int, list[ast.expr]]
+    discarded: set[int]
+    loads: dict[str, int]
+    receivers: dict[str, int]
+    attributes: set[str]
+    bases: dict[str, int]
+    read_on: dict[str, set[str]]
+    with_targets: dict[int, ast.expr]
+    subtracted: set[int]
+    subtracted_names: set[str]
+    subtracted_attributes: set[str]
+
+
+def _made(node: ast.expr | None) -> ast.expr | None:
+    """The call an expression's value comes from when it is one, awaited or not."""
+    if type(node) is ast.Await:
+        assert isinstance(node, ast.Await)
+        node = node.value
+    return node if type(node) is ast.Call else None
+
+
+def _flow(tree: ast.Module) -> _Flow:
+    flow = _Flow({}, set(), {}, {}, set(), {}, {}, {}, set(), set(), set())
+    loads, receivers, bases = flow.loads, flow.receivers, flow.bases
+    on_names: list[tuple[ast.Attribute, str]] = []
+    dropped_methods: set[int] = set()
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Name:
+            assert isinstance(node, ast.Name)
+            if type(node.ctx) is ast.Load:
+                loads[node.id] = loads.get(node.id, 0) + 1
+        elif kind is ast.Call:
+            assert isinstance(node, ast.Call)
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                receivers[func.value.id] = receivers.get(func.value.id, 0) + 1
+        elif kind is ast.Attribute:
+            assert isinstance(node, ast.Attribute)
+            if type(node.ctx) is ast.Load:
+                flow.attributes.add(node.attr)
+            if isinstance(node.value, ast.Name):
+                bases[node.value.id] = bases.get(node.value.id, 0) + 1
+                if type(node.ctx) is ast.Load:
+                    on_names.append((node, node.value.id))
+        elif kind is ast.With or kind is ast.AsyncWith:
+            assert isinstance(node, ast.With | ast.AsyncWith)
+            for item in node.items:
+                made = _made(item.context_expr)
+                if made is not None and item.optional_vars is not None:
+                    flow.with_targets[id(made)] = item.optional_vars
+        elif kind is ast.Assign or kind is ast.AnnAssign:
+            assert isinstance(node, ast.Assign | ast.AnnAssign)
+            made = _made(node.value)
+            if made is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                flow.assigned.setdefault(id(made), []).extend(targets)
+        elif kind is ast.Expr:
+            assert isinstance(node, ast.Expr)
+            made = _made(node.value)
+            if made is not None:
+                flow.discarded.add(id(made))
+                assert isinstance(made, ast.Call)
+                dropped_methods.add(id(made.func))
+        elif kind is ast.BinOp or kind is ast.AugAssign:
+            assert isinstance(node, ast.BinOp | ast.AugAssign)
+            if type(node.op) is not ast.Sub:
+                continue
+            pair = (
+                (node.left, node.right)
+                if isinstance(node, ast.BinOp)
+                else (node.target, node.value)
+            )
+            if any(_is_literal(side) for side in pair):
+                continue  # a reading less a constant is a reading, not a duration
+            operands = list(pair)
+            while operands:
+                operand = operands.pop()
+                if isinstance(operand, ast.BinOp):  # (time.time() * 1000) - t0_ms
+                    operands += (operand.left, operand.right)
+                elif type(operand) is ast.Call:
+                    flow.subtracted.add(id(operand))
+                elif isinstance(operand, ast.Name):
+                    flow.subtracted_names.add(operand.id)
+                elif isinstance(operand, ast.Attribute):
+                    flow.subtracted_attributes.add(operand.attr)
+    for attribute, name in on_names:
+        if id(attribute) not in dropped_methods:
+            flow.read_on.setdefault(name, set()).add(attribute.attr)
+    return flow
+
+
+# Methods that add to a collection in place: a name only ever updated so is unread.
+_ACCUMULATE = frozenset({"append", "add", "extend", "insert", "appendleft", "update", "setdefault"})
+
+
+def _unread_accumulators(tree: ast.Module) -> list[ast.AST]:
+    """For each local name of a function that is updated (``skipped += 1``,
+    ``rejected.append(row)`` as a statement, ``by_reason[r] += 1``) but never read, by the function or code
+    nested in it, the first update. A parameter, or a name declared ``global`` /
+    ``nonlocal`` or never bound otherwise in the function, belongs to someone else
+    who may read it."""
+    out: list[ast.AST] = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        updates: dict[str, ast.AST] = {}
+        bound: set[str] = set()
+        read: set[str] = set()
+        declared: set[str] = set(_param_names(function.args))
+        receivers: set[int] = set()
+        nodes = [n for statement in function.body for n in ast.walk(statement)]
+        for node in nodes:
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                updates.setdefault(node.target.id, node)
+                receivers.add(id(node.target))
+            elif isinstance(node, ast.AugAssign | ast.Assign):
+                # by_reason[reason] += 1, bad[line_no] = row
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        updates.setdefault(target.value.id, node)
+                        receivers.add(id(target.value))
+            elif (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute)
+                and node.value.func.attr in _ACCUMULATE
+                and isinstance(node.value.func.value, ast.Name)
+            ):
+                updates.setdefault(node.value.func.value.id, node.value)
+                receivers.add(id(node.value.func.value))
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                declared.update(node.names)
+        if not updates:
+            continue
+        for node in nodes:
+            if isinstance(node, ast.Name) and id(node) not in receivers:
+                (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        out.extend(
+            node
+            for name, node in updates.items()
+            if name in bound and name not in read and name not in declared
+        )
+    return out
+
+
 class _Analysis:
     """Everything the rules need about one subject's code.
 
@@ -1485,6 +1821,7 @@ class _Analysis:
         self.bound = walker.bound
         self.constructs = walker.constructs
         self.excused = walker.excused
+        self.classes = walker.classes
         self._static_imports = walker.imports
         self._dynamic_imports: list[tuple[tuple[int, int], _Import]] = []
         self.imports: list[_Import] = []
@@ -1496,6 +1833,12 @@ class _Analysis:
         self._spans: dict[int, Span] = {}
         # The partial(...) calls (by id) whose name is called: those calls stand for them.
         self.called_partials: set[int] = set()
+        # For through_calls: the calls of each def (by id of its scope), and whether a
+        # def is reached from inside a construct (by id of its scope and the label).
+        self._callers: dict[int, list[_Call]] = {}
+        self._index: tuple[int, dict[int, list[_Call]], dict[str, list[_Call]]] | None = None
+        self._def_words: tuple[str, ...] | None = None
+        self._reached: dict[tuple[int, str], bool] = {}
         self.imports = sorted(self._static_imports, key=_import_position)
         self._add_calls(list(walker.calls))
 
@@ -1510,6 +1853,10 @@ class _Analysis:
                 wrapped = self._wrapped_call(call)
                 if wrapped is not None:
                     extra.append(wrapped)
+            elif call.name in _FACTORY_TAKERS:
+                made = self._factory_call(call, _FACTORY_TAKERS[call.name])
+                if made is not None:
+                    extra.append(made)
             elif isinstance(func, ast.Name) and func.id in self._walker.references:
                 self._through_partial(call, self._bound_partial(func.id, call.scope))
             elif (
@@ -1551,6 +1898,22 @@ class _Analysis:
         return _Call(
             wrapped, call.labels, call.scope, call.clock, call.rank, name=name, partial=node
         )
+
+    def _factory_call(self, call: _Call, where: str | int) -> _Call | None:
+        """For ``field(default_factory=f)`` (``defaultdict(f)``...) with ``f`` resolved:
+        the call of ``f`` it will make, without arguments, placed where ``f`` is named."""
+        node = call.node
+        if isinstance(where, int):
+            target = node.args[where] if len(node.args) > where else None
+        else:
+            target = next((kw.value for kw in node.keywords if kw.arg == where), None)
+        if target is None or isinstance(target, ast.Starred):
+            return None
+        name = self.known_name(target, call.scope)
+        if name is None:
+            return None
+        made = ast.copy_location(ast.Call(target, [], []), target)
+        return _Call(made, call.labels, call.scope, call.clock, call.rank, name=name, partial=node)
 
     def _bound_partial(
         self, name: str, scope: _Scope, depth: int = 0
@@ -1669,6 +2032,129 @@ class _Analysis:
         if len(walker.calls) > start:
             self._add_calls(walker.calls[start:])
 
+    @cached_property
+    def unread_accumulators(self) -> list[ast.AST]:
+        """The first update of each unread accumulator (see :func:`_unread_accumulators`)."""
+        return _unread_accumulators(self._tree)
+
+    @cached_property
+    def flow(self) -> _Flow:
+        """Where the values of calls go (see :class:`_Flow`), found when first asked for."""
+        return _flow(self._tree)
+
+    def defs_called(self, node: ast.expr, scope: _Scope) -> list[_Scope]:
+        """The bodies of the code's own defs a call's callee names: a def bound to the
+        name where it is looked up, or, for ``self.f`` in a method, a method ``f``."""
+        walker = self._walker
+        if type(node) is ast.Name:
+            assert isinstance(node, ast.Name)
+            owner = scope.owner(node.id)
+            return walker.defs.get((id(owner), node.id), []) if owner is not None else []
+        if (
+            type(node) is ast.Attribute
+            and isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            owner = _method_class(scope)
+            return walker.defs.get((id(owner), node.attr), []) if owner is not None else []
+        return []
+
+    def _walk_def_calls(self) -> None:
+        """Walk every expression that may call one of the code's own defs."""
+        if self._def_words is None:
+            self._def_words = tuple(sorted({name for _, name in self._walker.defs}))
+        if self._def_words:
+            self.need(self._def_words)
+
+    def _indexes(self) -> tuple[dict[int, list[_Call]], dict[str, list[_Call]]]:
+        """The calls by function body (id) and by the name they call (``f`` for ``f()``
+        and ``self.f()``), made again when the analysis has walked more calls."""
+        self._walk_def_calls()
+        index = self._index
+        if index is None or index[0] != len(self.calls):
+            by_body: dict[int, list[_Call]] = {}
+            by_callee: dict[str, list[_Call]] = {}
+            for call in self.calls:
+                if call.partial is not None:
+                    continue
+                by_body.setdefault(id(call.scope.body), []).append(call)
+                func = call.node.func
+                if isinstance(func, ast.Name):
+                    by_callee.setdefault(func.id, []).append(call)
+                elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                    by_callee.setdefault(func.attr, []).append(call)
+            index = self._index = (len(self.calls), by_body, by_callee)
+        return index[1], index[2]
+
+    def callers(self, body: _Scope) -> list[_Call]:
+        """The calls of the def whose body is ``body`` (see :meth:`defs_called`)."""
+        found = self._callers.get(id(body))
+        if found is not None:
+            return found
+        name = body.name
+        out: list[_Call] = []
+        if name is not None:
+            for call in self._indexes()[1].get(name, ()):
+                if any(b is body for b in self.defs_called(call.node.func, call.scope)):
+                    out.append(call)
+        self._callers[id(body)] = out
+        return out
+
+    def calls_in(self, body: _Scope) -> list[_Call]:
+        """The calls whose function body is ``body`` (every call of a def of the code walked)."""
+        return self._indexes()[0].get(id(body), [])
+
+    def makers(self, wanted: dict[_Scope, list[_Call]]) -> set[int]:
+        """The function bodies (by id) that hold a call of ``wanted`` or a call of one of
+        the code's own defs that leads to one (at most ``_MAX_CALL_DEPTH`` calls deep)."""
+        made = {id(body) for body, calls in wanted.items() if calls}
+        self._walk_def_calls()
+        for _ in range(_MAX_CALL_DEPTH):
+            more: set[int] = set()
+            for call in self.calls:
+                body = id(call.scope.body)
+                if body in made or body in more or call.partial is not None:
+                    continue
+                func = call.node.func
+                if (type(func) is ast.Name or type(func) is ast.Attribute) and any(
+                    id(d) in made for d in self.defs_called(func, call.scope)
+                ):
+                    more.add(body)
+            if not more:
+                break
+            made |= more
+        return made
+
+    def reached_inside(self, body: _Scope, label: str) -> bool:
+        """Whether the def whose body is ``body`` is called from inside ``label``,
+        directly or through further defs of the code (at most ``_MAX_CALL_DEPTH``)."""
+        key = (id(body), label)
+        hit = self._reached.get(key)
+        if hit is not None:
+            return hit
+        seen = {id(body)}
+        frontier = [body]
+        hit = False
+        for _ in range(_MAX_CALL_DEPTH):
+            after: list[_Scope] = []
+            for inner in frontier:
+                for call in self.callers(inner):
+                    if label in call.labels:
+                        hit = True
+                        break
+                    outer = call.scope.body
+                    if id(outer) not in seen:
+                        seen.add(id(outer))
+                        after.append(outer)
+                if hit:
+                    break
+            if hit or not after:
+                break
+            frontier = after
+        self._reached[key] = hit
+        return hit
+
     def _receivers_of(self, words: frozenset[str]) -> set[str]:
         """The local names bound to a known object whose dotted name has one of ``words``
         as a component (``s`` for ``requests`` when ``s = requests.Session()``)."""
@@ -1749,7 +2235,17 @@ class _Analysis:
             expr = expr.value
         attrs.reverse()
         if not isinstance(expr, ast.Name):
-            return "*." + ".".join(attrs) if attrs else None
+            if not attrs:
+                return None
+            made = expr.value if type(expr) is ast.Await else expr
+            if type(made) is ast.Call:
+                # A method of an object a call has just made: threading.Event().wait
+                # is threading.Event.wait, as it is after ev = threading.Event().
+                assert isinstance(made, ast.Call)
+                known = self.known_name(made.func, scope, depth + 1)
+                if known is not None:
+                    return ".".join([known, *attrs])
+            return "*." + ".".join(attrs)
         qualified, hidden = scope.binding(expr.id)
         if qualified is None and not hidden:
             qualified = self.flat_imports.get(expr.id)
@@ -2258,7 +2754,19 @@ def _is_one_of(arg: _Argument, wanted: Sequence[LiteralValue], analysis: _Analys
 def _in_list(arg: _Argument, entries: list[str], analysis: _Analysis) -> bool:
     if arg.node is None or arg.scope is None:
         return False
-    node, scope = analysis.follow(arg.node, arg.scope)
+    return _value_in_list(arg.node, arg.scope, entries, analysis)
+
+
+def _value_in_list(
+    node: ast.expr, scope: _Scope, entries: list[str], analysis: _Analysis, depth: int = 0
+) -> bool:
+    """Whether a value is one of ``entries``: a literal, a name matching one (through
+    names bound once), a class of the code's own derived from one
+    (``class Strict(yaml.SafeLoader)``), or ``getattr(m, "X", default)`` where both
+    ``m.X`` and the default are."""
+    if depth > _MAX_RECEIVER_DEPTH:
+        return False
+    node, scope = analysis.follow(node, scope)
     ok, value = _literal(node)
     if ok:
         texts = {repr(value)} | ({value} if isinstance(value, str) else set())
@@ -2266,28 +2774,180 @@ def _in_list(arg: _Argument, entries: list[str], analysis: _Analysis) -> bool:
             return True
     if isinstance(node, ast.Name | ast.Attribute):
         name = analysis.resolve(node, scope)
-        if name is not None:
-            return any(_NAME_PATTERN.fullmatch(e) and _match_call_name(e, name) for e in entries)
+        if name is not None and any(
+            _NAME_PATTERN.fullmatch(e) and _match_call_name(e, name) for e in entries
+        ):
+            return True
+        if isinstance(node, ast.Name):
+            owner = scope.owner(node.id)
+            classes = analysis.classes.get((id(owner), node.id)) if owner is not None else None
+            if classes is not None and len(classes) == 1:
+                bases, where = classes[0]
+                return any(
+                    _value_in_list(base, where, entries, analysis, depth + 1) for base in bases
+                )
+        return False
+    if (
+        isinstance(node, ast.Call)
+        and len(node.args) == 3
+        and not node.keywords
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+        and node.args[1].value.isidentifier()
+        and analysis.known_name(node.func, scope) == "getattr"
+    ):
+        target, attribute, default = node.args
+        assert isinstance(attribute, ast.Constant)
+        named = ast.Attribute(target, str(attribute.value), ast.Load())
+        return _value_in_list(named, scope, entries, analysis, depth + 1) and _value_in_list(
+            default, scope, entries, analysis, depth + 1
+        )
     return False
 
 
 def _dynamic_argument(call: _Call, index: int, where: Where, analysis: _Analysis) -> bool:
     args = analysis.arguments(call)
     if index < len(args.plain):
-        return analysis.string_kind(args.plain[index], call) == "dynamic"
+        values = [args.plain[index]]
+    else:
+        values = [
+            args.keywords[keyword]
+            for keyword, position in where.positional.items()
+            if position == index and keyword in args.keywords
+        ]
     return any(
-        keyword in args.keywords and analysis.string_kind(args.keywords[keyword], call) == "dynamic"
-        for keyword, position in where.positional.items()
-        if position == index
+        analysis.string_kind(value, call) == "dynamic"
+        or (where.through_calls and _returns_dynamic(value, call.scope, analysis))
+        for value in values
     )
+
+
+def _returns_dynamic(node: ast.expr, scope: _Scope, analysis: _Analysis) -> bool:
+    """Whether a value (through names bound once) is the result of a call of one of the
+    code's own defs that returns a dynamically built string."""
+    node, scope = analysis.follow(node, scope)
+    made = _made(node)
+    if not isinstance(made, ast.Call):
+        return False
+    return any(body.returns_dynamic for body in analysis.defs_called(made.func, scope))
+
+
+def _from_call(arg: _Argument, names: list[str], analysis: _Analysis) -> bool:
+    """Whether an argument is the result of a call matching ``names``, an attribute of
+    it (``os.stat(p).st_size``), a name bound once to either, or an ``or`` / ``and`` of
+    which one operand is."""
+    if arg.node is None or arg.scope is None:
+        return False
+    todo = [(arg.node, arg.scope)]
+    for _ in range(_MAX_RECEIVER_DEPTH):
+        if not todo:
+            break
+        node, scope = todo.pop()
+        node, scope = analysis.follow(node, scope)
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        if isinstance(node, ast.Name):
+            todo.append((node, scope))  # st = os.stat(p); st.st_size
+            continue
+        if isinstance(node, ast.BoolOp):  # len(urls) or 1: either operand may be the value
+            todo.extend((value, scope) for value in node.values)
+            continue
+        made = _made(node)
+        if isinstance(made, ast.Call):
+            name = analysis.resolve(made.func, scope)
+            if name is not None and any(_match_call_name(p, name) for p in names):
+                return True
+    return False
+
+
+def _on_fresh_object(call: _Call, analysis: _Analysis) -> bool:
+    """Whether ``call`` is a method called on an object that nothing else can reach: one
+    a call has just made (``threading.Event().wait(5)``), or one bound once, in the
+    function itself, to a call (or as the target of ``with`` on one) and read nowhere
+    but as the receiver of method calls (``cv = threading.Condition(); cv.wait(5)``)."""
+    func = call.node.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if _made(func.value) is not None:
+        return True
+    if not isinstance(func.value, ast.Name):
+        return False
+    name = func.value.id
+    found = analysis.single(name, call.scope)
+    if found is None:
+        return False
+    value, owner = found
+    if owner.parent is None or owner.is_class or owner.body is not owner:
+        return False  # a module's or a class's object can be reached from elsewhere
+    made = _made(value.context_expr if isinstance(value, ast.withitem) else value)
+    flow = analysis.flow
+    return made is not None and flow.loads.get(name, 0) == flow.receivers.get(name, 0)
+
+
+def _result_used(call: _Call, analysis: _Analysis) -> bool:
+    """Whether the value of ``call`` is used (see ``Where.result_used``)."""
+    flow = analysis.flow
+    key = id(call.node)
+    if key in flow.discarded:
+        return False
+    targets = flow.assigned.get(key)
+    if targets is None:
+        return True  # an argument, a with item, returned, compared...
+    for target in targets:
+        if isinstance(target, ast.Name):
+            if target.id in flow.loads:
+                return True
+        elif isinstance(target, ast.Attribute):
+            if target.attr in flow.attributes:
+                return True
+        else:
+            return True  # unpacked, subscripted: not followed
+    return False
+
+
+def _result_unread(call: _Call, attributes: list[str], analysis: _Analysis) -> bool:
+    """Whether none of ``attributes`` is read on the object ``call`` makes (see
+    ``Where.result_unread``)."""
+    flow = analysis.flow
+    key = id(call.node)
+    if key in flow.discarded:
+        return True
+    targets = list(flow.assigned.get(key, ()))
+    if key in flow.with_targets:
+        targets.append(flow.with_targets[key])
+    if not targets:
+        return False  # used in place: not followed
+    for target in targets:
+        if not isinstance(target, ast.Name):
+            return False
+        name = target.id
+        if flow.loads.get(name, 0) > flow.bases.get(name, 0):
+            return False  # handed on: it may be read there
+        if not flow.read_on.get(name, set()).isdisjoint(attributes):
+            return False
+    return True
+
+
+def _result_subtracted(call: _Call, analysis: _Analysis) -> bool:
+    """Whether the value of ``call`` is an operand of a subtraction, directly or through
+    a name or attribute it is assigned to."""
+    flow = analysis.flow
+    if id(call.node) in flow.subtracted:
+        return True
+    for target in flow.assigned.get(id(call.node), ()):
+        if isinstance(target, ast.Name) and target.id in flow.subtracted_names:
+            return True
+        if isinstance(target, ast.Attribute) and target.attr in flow.subtracted_attributes:
+            return True
+    return False
 
 
 _Companions: TypeAlias = dict[_Scope, list[_Call]]
 
 
-def _companions(where: Where, analysis: _Analysis) -> _Companions:
-    """The calls matching ``same_function_as``, by the function body that holds them."""
-    names = where.same_function_as
+def _companions(names: list[str], analysis: _Analysis) -> _Companions:
+    """The calls matching ``names`` (of ``same_function_as`` or ``not_after``), by the
+    function body that holds them."""
     analysis.need(_call_words(names), _prefix_words(names))
     out: _Companions = {}
     for call in analysis.calls:
@@ -2305,6 +2965,74 @@ def _companions(where: Where, analysis: _Analysis) -> _Companions:
     return out
 
 
+@dataclass(slots=True)
+class _Earlier:
+    """The calls of ``not_after`` by function body; with through_calls, the bodies (by
+    id) that lead to one, and what is known of the defs' callers (by body id)."""
+
+    companions: _Companions
+    makers: set[int] | None
+    synced_callers: dict[int, bool] = field(default_factory=dict)
+    synced_sites: dict[int, bool] = field(default_factory=dict)
+
+
+def _ahead(
+    inner: _Scope, at: tuple[int, int, int, int], earlier: _Earlier, analysis: _Analysis
+) -> bool:
+    """Whether a call of ``earlier`` (or, with makers, a call of a def that leads to one)
+    comes ahead of the position ``at`` in the function body ``inner``."""
+    if any(_call_order(other) < at for other in earlier.companions.get(inner, ())):
+        return True
+    makers = earlier.makers
+    return makers is not None and any(
+        _call_order(call) < at
+        and any(id(d) in makers for d in analysis.defs_called(call.node.func, call.scope))
+        for call in analysis.calls_in(inner)
+        if type(call.node.func) is ast.Name or type(call.node.func) is ast.Attribute
+    )
+
+
+def _comes_after(
+    body: _Scope, order: tuple[int, int, int, int], earlier: _Earlier, analysis: _Analysis
+) -> bool:
+    """Whether a call of ``earlier`` comes ahead of the position ``order`` in ``body``;
+    with makers (through_calls), also a call of one of the code's own defs that leads to
+    one, and, where the def ``body`` is called, one ahead of that call (followed to the
+    callers' callers, at most ``_MAX_CALL_DEPTH`` deep)."""
+    if _ahead(body, order, earlier, analysis):
+        return True
+    if earlier.makers is None:
+        return False
+    known = earlier.synced_callers.get(id(body))
+    if known is not None:
+        return known
+    seen: set[int] = set()
+    frontier = [body]
+    hit = False
+    for _ in range(_MAX_CALL_DEPTH):
+        after: list[_Scope] = []
+        for inner in frontier:
+            for site in analysis.callers(inner):
+                if id(site) in seen:
+                    continue
+                seen.add(id(site))
+                synced = earlier.synced_sites.get(id(site))
+                if synced is None:
+                    synced = _ahead(site.scope.body, _call_order(site), earlier, analysis)
+                    earlier.synced_sites[id(site)] = synced
+                if synced:
+                    hit = True
+                    break
+                after.append(site.scope.body)
+            if hit:
+                break
+        if hit or not after:
+            break
+        frontier = after
+    earlier.synced_callers[id(body)] = hit
+    return hit
+
+
 def _beside(call: _Call, where: Where, companions: _Companions) -> bool:
     """Whether another call of ``companions`` shares the body of ``call`` (and, with
     ``before``, comes after it in the source)."""
@@ -2315,10 +3043,56 @@ def _beside(call: _Call, where: Where, companions: _Companions) -> bool:
     return any(other is not call for other in others)
 
 
+@dataclass(slots=True)
+class _Others:
+    """What the conditions about other calls need, found once per rule: the calls of
+    ``same_function_as`` and of ``not_after`` by function body (with, for through_calls,
+    the bodies that lead to the latter), and the calls whose value is handed to a call
+    of ``not_argument_of`` (by node id)."""
+
+    companions: _Companions | None = None
+    earlier: _Earlier | None = None
+    handed: set[int] | None = None
+
+
+def _others(where: Where, analysis: _Analysis) -> _Others:
+    others = _Others()
+    if where.same_function_as:
+        others.companions = _companions(where.same_function_as, analysis)
+    if where.not_after:
+        found = _companions(where.not_after, analysis)
+        others.earlier = _Earlier(found, analysis.makers(found) if where.through_calls else None)
+    if where.not_argument_of:
+        others.handed = _handed(where.not_argument_of, analysis)
+    return others
+
+
+def _handed(names: list[str], analysis: _Analysis) -> set[int]:
+    """The calls (by node id) whose value is an argument of a call matching ``names``, or
+    lies in one, or is bound once to a name that does (coro = f(); wait_for(coro, 5))."""
+    analysis.need(_call_words(names), _prefix_words(names))
+    out: set[int] = set()
+    for call in analysis.calls:
+        name = call.name
+        if name is None or not any(_match_call_name(p, name) for p in names):
+            continue
+        for arg in [*call.node.args, *(kw.value for kw in call.node.keywords)]:
+            for node in ast.walk(arg):
+                if isinstance(node, ast.Call):
+                    out.add(id(node))
+                elif isinstance(node, ast.Name):
+                    value, _ = analysis.follow(node, call.scope)
+                    made = _made(value)
+                    if made is not None:
+                        out.add(id(made))
+    return out
+
+
 def _where_holds(
-    where: Where, call: _Call, analysis: _Analysis, companions: _Companions | None = None
+    where: Where, call: _Call, analysis: _Analysis, others: _Others | None = None
 ) -> bool:
     """Whether ``call`` meets every condition of ``where``."""
+    others = others or _Others()
     for keyword, wanted in where.keyword.items():
         arg = _argument(call, keyword, where, analysis)
         if arg.state != "present" or not _is_one_of(arg, (wanted,), analysis):
@@ -2357,7 +3131,21 @@ def _where_holds(
         or where.outside_function
     ):
         return False  # where f will run is not known where partial(f, ...) is
-    if where.inside is not None and where.inside not in call.labels:
+    for keyword, names in where.value_from_call.items():
+        arg = _argument(call, keyword, where, analysis)
+        if arg.state != "present" or not _from_call(arg, names, analysis):
+            return False
+    if where.on_fresh_object and not _on_fresh_object(call, analysis):
+        return False
+    if (
+        where.inside is not None
+        and where.inside not in call.labels
+        and not (
+            where.through_calls
+            and call.partial is None
+            and analysis.reached_inside(call.scope.body, where.inside)
+        )
+    ):
         return False
     if where.not_inside is not None and where.not_inside in call.labels:
         return False
@@ -2367,14 +3155,28 @@ def _where_holds(
         call, where.arg_dynamic_string, where, analysis
     ):
         return False
-    return companions is None or _beside(call, where, companions)
+    if where.result_used is not None and _result_used(call, analysis) is not where.result_used:
+        return False
+    earlier = others.earlier
+    if earlier is not None and (
+        call.partial is not None
+        or _comes_after(call.scope.body, _call_order(call), earlier, analysis)
+    ):
+        return False
+    if others.handed is not None and id(call.node) in others.handed:
+        return False
+    if where.result_unread and not _result_unread(call, where.result_unread, analysis):
+        return False
+    if where.result_subtracted and not _result_subtracted(call, analysis):
+        return False
+    return others.companions is None or _beside(call, where, others.companions)
 
 
 def _call_hits(params: Params, analysis: _Analysis) -> list[_Call]:
     _, words, prefixes = _needle_entry(params)
     analysis.need(words, prefixes)
     where = params.where
-    companions = _companions(where, analysis) if where and where.same_function_as else None
+    others = _others(where, analysis) if where is not None else None
     # The list as it stands: a condition may make the analysis walk more (the
     # calls it finds then cannot match this rule: they lie on other lines).
     calls = analysis.calls
@@ -2385,7 +3187,7 @@ def _call_hits(params: Params, analysis: _Analysis) -> list[_Call]:
         if call.name is not None
         and (call.partial is None or id(call.partial) not in called)
         and any(_match_call_name(p, call.name) for p in params.names)
-        and (where is None or _where_holds(where, call, analysis, companions))
+        and (where is None or _where_holds(where, call, analysis, others))
     ]
 
 
@@ -2474,7 +3276,10 @@ def _require_call(params: Params, analysis: _Analysis) -> CheckResult:
 def _forbid_construct(params: Params, analysis: _Analysis) -> CheckResult:
     construct = params.construct_kind or ""
     label = CONSTRUCT_LABELS.get(construct, construct)
-    nodes = sorted(analysis.constructs.get(construct, ()), key=_position)
+    found = analysis.constructs.get(construct, ())
+    if construct == "unread-accumulator":
+        found = analysis.unread_accumulators
+    nodes = sorted(found, key=_position)
     if params.outside and nodes:
         excused = analysis.excused
         outside = set(params.outside)
@@ -2494,6 +3299,11 @@ _CONSTRUCT_WORDS: dict[str, tuple[str, ...]] = {
     "global-statement": ("global",),
     "mutable-default-arg": ("def", "lambda"),
     "assert-statement": ("assert",),
+    "unread-accumulator": (
+        *(f"{op}=" for op in ("+", "-", "*", "/", "%", "|", "&", "^", "<<", ">>", "@")),
+        "[",
+        *sorted({"append", "add", "extend", "insert", "appendleft", "update", "setdefault"}),
+    ),
 }
 _NEEDLES: dict[int, tuple[Params, tuple[str, ...], tuple[str, ...]]] = {}
 

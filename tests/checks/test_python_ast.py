@@ -1683,6 +1683,45 @@ CONSTRUCTS = [
             ("assert-in-string-or-comment", "s = 'assert x'\n# assert y", []),
         ],
     ),
+    *group(
+        "unread-accumulator",
+        rows=[
+            ("counter", "def f(rows):\n    n = 0\n    for r in rows:\n        n += 1", [4]),
+            (
+                "list-append",
+                "def f(rows):\n    bad = []\n    for r in rows:\n        bad.append(r)",
+                [4],
+            ),
+            ("chained-assign", "def f(r):\n    a = b = 0\n    b -= 1\n    return a", [3]),
+            ("subscript-tally", "def f(r):\n    by = {}\n    by[r] = 1\n    return 0", [3]),
+            ("set-add-annotated", "def f(r):\n    seen: set = set()\n    seen.add(r)", [3]),
+            (
+                "nested-update",
+                "def f(r):\n    bad = []\n    def g():\n        bad.append(r)\n    g()",
+                [4],
+            ),
+            (
+                "counter-returned",
+                "def f(rows):\n    n = 0\n    for r in rows:\n        n += 1\n    return n",
+                [],
+            ),
+            (
+                "list-logged",
+                "def f(r):\n    bad = []\n    bad.append(r)\n    log.warning('%s', bad)",
+                [],
+            ),
+            (
+                "read-by-nested",
+                "def f(r):\n    bad = []\n    bad.append(r)\n    return lambda: bad",
+                [],
+            ),
+            ("parameter", "def f(r, errors):\n    errors.append(r)", []),
+            ("global-name", "def f(r):\n    global N\n    N = 0\n    N += 1", []),
+            ("never-bound-here", "def f(r):\n    BAD.append(r)", []),
+            ("module-level", "n = 0\nn += 1", []),
+            ("value-used", "def f(r):\n    s = set()\n    x = s.add(r)\n    return x", []),
+        ],
+    ),
 ]
 
 
@@ -2289,3 +2328,655 @@ def test_outside_function(code: str, flagged: bool) -> None:
 def test_outside_function_takes_identifiers() -> None:
     with pytest.raises(ValueError, match="outside_function"):
         check("x = 1", rule="forbid-call", names=["a.b"], where={"outside_function": ["a.b"]})
+
+
+# --- through the code's own functions (through_calls) -------------------------
+
+ASYNC_THROUGH = {"inside": "async-def", "through_calls": True}
+SQL_THROUGH = {"arg_dynamic_string": 0, "through_calls": True}
+LOG_THROUGH = {"arg_dynamic_string": 0, "positional": {"msg": 0}, "through_calls": True}
+HELPER_SLEEPS = "import time\ndef pause():\n    time.sleep(1)\n"
+
+THROUGH_CALLS = [
+    *group(
+        SLEEP,
+        ASYNC_THROUGH,
+        rows=[
+            ("helper-called-from-coroutine", HELPER_SLEEPS + "async def f():\n    pause()", True),
+            (
+                "two-helpers-deep",
+                HELPER_SLEEPS + "def wait():\n    pause()\nasync def f():\n    wait()",
+                True,
+            ),
+            (
+                "method-on-self",
+                "import time\nclass A:\n    def p(self):\n        time.sleep(1)\n"
+                "    async def f(self):\n        self.p()",
+                True,
+            ),
+            (
+                "nested-helper",
+                "import time\nasync def f():\n    def p():\n        time.sleep(1)\n    p()",
+                True,
+            ),
+            (
+                "helper-in-comprehension",
+                HELPER_SLEEPS + "async def f(xs):\n    return [pause() for _ in xs]",
+                True,
+            ),
+            (
+                "helper-handed-to-to-thread",
+                HELPER_SLEEPS + "async def f():\n    await asyncio.to_thread(pause)",
+                False,
+            ),
+            (
+                "helper-in-executor-lambda",
+                HELPER_SLEEPS
+                + "async def f(loop):\n    await loop.run_in_executor(None, lambda: pause())",
+                False,
+            ),
+            ("helper-called-from-sync-only", HELPER_SLEEPS + "def main():\n    pause()", False),
+            ("helper-never-called", HELPER_SLEEPS + "async def f():\n    return pause", False),
+            (
+                "other-function-same-name",
+                HELPER_SLEEPS + "async def f(obj):\n    obj.pause()",
+                False,
+            ),
+            (
+                "shadowed-by-parameter",
+                HELPER_SLEEPS + "async def f(pause):\n    pause()",
+                False,
+            ),
+            (
+                "recursion-ends",
+                "import time\ndef a():\n    b()\n    time.sleep(1)\ndef b():\n    a()\ndef main():\n    a()",
+                False,
+            ),
+            (
+                "beyond-the-depth-bound",
+                HELPER_SLEEPS
+                + "def a():\n    pause()\ndef b():\n    a()\ndef c():\n    b()\ndef d():\n    c()\n"
+                "def e():\n    d()\nasync def f():\n    e()",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        SLEEP,
+        {"inside": "async-def"},
+        rows=[("off-by-default", HELPER_SLEEPS + "async def f():\n    pause()", False)],
+    ),
+    *group(
+        ["asyncio.Semaphore"],
+        {"inside": "loop", "through_calls": True},
+        rows=[
+            (
+                "made-per-item",
+                "import asyncio\nasync def one(u):\n    s = asyncio.Semaphore(2)\n"
+                "async def f(us):\n    await asyncio.gather(*(one(u) for u in us))",
+                True,
+            ),
+            (
+                "made-in-loop",
+                "import asyncio\ndef f(us):\n    for u in us:\n        s = asyncio.Semaphore(2)",
+                True,
+            ),
+            (
+                "made-once",
+                "import asyncio\nasync def f(us):\n    s = asyncio.Semaphore(2)\n"
+                "    await asyncio.gather(*(g(s, u) for u in us))",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        EXECUTE,
+        SQL_THROUGH,
+        rows=[
+            (
+                "helper-returns-f-string",
+                "def q(u):\n    return f'SELECT * FROM t WHERE u = {u}'\ndef g(c, u):\n"
+                "    c.execute(q(u))",
+                True,
+            ),
+            (
+                "helper-result-through-name",
+                "def q(u):\n    return 'SELECT ' + u\ndef g(c, u):\n    s = q(u)\n    c.execute(s)",
+                True,
+            ),
+            (
+                "method-returns-format",
+                "class R:\n    def q(self, u):\n        return 'WHERE u={}'.format(u)\n"
+                "    def g(self, u):\n        self.c.execute(self.q(u))",
+                True,
+            ),
+            (
+                "one-branch-dynamic",
+                "def q(u):\n    if u:\n        return '%s' % u\n    return 'x'\ndef g(c, u):\n"
+                "    c.execute(q(u))",
+                True,
+            ),
+            (
+                "helper-returns-literal",
+                "def q():\n    return 'SELECT * FROM t WHERE u = ?'\ndef g(c, u):\n"
+                "    c.execute(q(), (u,))",
+                False,
+            ),
+            (
+                "imported-helper-unknown",
+                "from sqls import q\ndef g(c, u):\n    c.execute(q(u))",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        EXECUTE,
+        SQL,
+        rows=[
+            (
+                "helper-off-by-default",
+                "def q(u):\n    return f'SELECT {u}'\ndef g(c, u):\n    c.execute(q(u))",
+                False,
+            )
+        ],
+    ),
+    *group(
+        ["*.warning"],
+        LOG_THROUGH,
+        rows=[
+            (
+                "log-message-from-helper",
+                "def m(i):\n    return f'invoice {i}'\ndef g(i):\n    log.warning(m(i))",
+                True,
+            ),
+            (
+                "log-template-from-helper",
+                "def m():\n    return 'invoice %s'\ndef g(i):\n    log.warning(m(), i)",
+                False,
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), THROUGH_CALLS)
+def test_forbid_call_through_calls(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(code, rule="forbid-call", names=names, where=where)
+    assert result.passed is not violates, result.reason
+
+
+# --- the objects calls make and where their values go -----------------------
+
+WAIT = ["threading.Event.wait"]
+FRESH = {"on_fresh_object": True}
+SEMAPHORE = ["asyncio.Semaphore"]
+CREATE_TASK = ["asyncio.create_task"]
+POPEN = ["subprocess.Popen"]
+CLOCK = ["time.time"]
+BUSY_CLOCK = ["time.monotonic"]
+READ = ["*.read"]
+WHOLE_SIZE = {
+    "positional": {"size": 0},
+    "value_from_call": {"size": ["os.path.getsize", "os.stat", "os.fstat", "*.stat"]},
+}
+
+VALUES = [
+    *group(
+        WAIT,
+        FRESH,
+        rows=[
+            ("fresh-event", "import threading\nthreading.Event().wait(1)", True),
+            (
+                "fresh-event-from-import",
+                "from threading import Event\nEvent().wait(timeout=1)",
+                True,
+            ),
+            (
+                "local-event-only-waited",
+                "import threading\ndef f():\n    ev = threading.Event()\n    ev.wait(1)",
+                True,
+            ),
+            (
+                "with-target-only-waited",
+                "import threading\ndef f():\n    with threading.Event() as ev:\n        ev.wait(1)",
+                True,
+            ),
+            (
+                "stored-event",
+                "import threading\nclass A:\n    def __init__(self):\n"
+                "        self.stop = threading.Event()\n    def run(self):\n        self.stop.wait(1)",
+                False,
+            ),
+            (
+                "local-event-handed-to-thread",
+                "import threading\ndef f():\n    ev = threading.Event()\n"
+                "    threading.Thread(target=g, args=(ev,)).start()\n    ev.wait(1)",
+                False,
+            ),
+            (
+                "module-event",
+                "import threading\nSTOP = threading.Event()\ndef f():\n    STOP.wait(1)",
+                False,
+            ),
+            (
+                "event-parameter",
+                "import threading\ndef f(ev: threading.Event):\n    ev.wait(1)",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        ["threading.Event.wait"],
+        {},
+        rows=[
+            ("fresh-object-method-is-named", "import threading\nthreading.Event().wait(1)", True)
+        ],
+    ),
+    *group(
+        ["requests.Session.get"],
+        {},
+        rows=[
+            ("method-of-fresh-object", "import requests\nrequests.Session().get(u)", True),
+            ("method-of-local-call-unknown", "def mk():\n    pass\nmk().get(u)", False),
+        ],
+    ),
+    *group(
+        BUSY_CLOCK,
+        {"inside": "busy-wait"},
+        rows=[
+            ("spin-pass", "import time\nwhile time.monotonic() < d:\n    pass", True),
+            ("spin-continue", "import time\nwhile time.monotonic() < d:\n    continue", True),
+            ("spin-ellipsis", "import time\nwhile time.monotonic() - t < 1:\n    ...", True),
+            (
+                "spin-if-break",
+                "import time\nwhile True:\n    if time.monotonic() > d:\n        break",
+                True,
+            ),
+            ("loop-with-work", "import time\nwhile time.monotonic() < d:\n    poll()", False),
+            ("reading-in-body", "import time\nwhile x:\n    t = time.monotonic()", False),
+            (
+                "if-break-with-work",
+                "import time\nwhile True:\n    step()\n    if time.monotonic() > d:\n        break",
+                False,
+            ),
+            ("for-loop", "import time\nfor _ in range(3):\n    time.monotonic()", False),
+        ],
+    ),
+    *group(
+        SEMAPHORE,
+        {"result_used": True},
+        rows=[
+            (
+                "with-target",
+                "import asyncio\nasync def f():\n    async with asyncio.Semaphore(2):\n        pass",
+                True,
+            ),
+            (
+                "name-read",
+                "import asyncio\ndef f():\n    s = asyncio.Semaphore(2)\n    return g(s)",
+                True,
+            ),
+            (
+                "attribute-read",
+                "import asyncio\nclass A:\n    def __init__(self):\n        self.s = asyncio.Semaphore(2)\n"
+                "    async def f(self):\n        async with self.s:\n            pass",
+                True,
+            ),
+            ("name-never-read", "import asyncio\ndef f():\n    s = asyncio.Semaphore(2)", False),
+            (
+                "attribute-never-read",
+                "import asyncio\nclass A:\n    def __init__(self):\n        self.s = asyncio.Semaphore(2)",
+                False,
+            ),
+            ("statement", "import asyncio\nasyncio.Semaphore(2)", False),
+        ],
+    ),
+    *group(
+        CREATE_TASK,
+        {"result_used": False},
+        rows=[
+            ("dropped", "import asyncio\nasync def f():\n    asyncio.create_task(g())", True),
+            (
+                "dropped-alias",
+                "from asyncio import create_task as go\nasync def f():\n    go(g())",
+                True,
+            ),
+            (
+                "bound-never-read",
+                "import asyncio\nasync def f():\n    t = asyncio.create_task(g())",
+                True,
+            ),
+            ("kept", "import asyncio\nasync def f():\n    T.add(asyncio.create_task(g()))", False),
+            (
+                "bound-and-kept",
+                "import asyncio\nasync def f():\n    t = asyncio.create_task(g())\n    T.add(t)",
+                False,
+            ),
+            (
+                "awaited-value-used",
+                "import asyncio\nasync def f():\n    return await asyncio.create_task(g())",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        POPEN,
+        {"result_unread": ["returncode", "wait", "poll"]},
+        rows=[
+            (
+                "waited-status-dropped",
+                "import subprocess\np = subprocess.Popen(c)\np.stdout.read()\np.wait()",
+                True,
+            ),
+            (
+                "with-target",
+                "import subprocess\nwith subprocess.Popen(c) as p:\n    p.communicate()",
+                True,
+            ),
+            ("statement", "import subprocess\nsubprocess.Popen(c)", True),
+            (
+                "returncode-read",
+                "import subprocess\np = subprocess.Popen(c)\np.wait()\nif p.returncode:\n    raise E",
+                False,
+            ),
+            ("wait-value-used", "import subprocess\np = subprocess.Popen(c)\nrc = p.wait()", False),
+            ("handed-on", "import subprocess\np = subprocess.Popen(c)\ncheck(p)", False),
+            ("used-in-place", "import subprocess\nrc = subprocess.Popen(c).wait()", False),
+            ("stored-on-self", "import subprocess\nself.p = subprocess.Popen(c)", False),
+        ],
+    ),
+    *group(
+        CLOCK,
+        {"result_subtracted": True},
+        rows=[
+            ("both-ends", "import time\nt0 = time.time()\nd = time.time() - t0", True),
+            ("through-attribute", "import time\nself.t0 = time.time()\nd = now - self.t0", True),
+            ("scaled-first", "import time\nd = time.time() * 1000 - t0_ms", True),
+            ("augmented", "import time\nd = t1\nd -= time.time()", True),
+            ("timestamp-only", "import time\nrecord['at'] = time.time()", False),
+            ("stored-timestamp", "import time\nself.last_seen = time.time()", False),
+            ("minus-a-constant", "import time\ncutoff = time.time() - 3600", False),
+            ("added", "import time\ndeadline = time.time() + 5", False),
+        ],
+    ),
+    *group(
+        READ,
+        WHOLE_SIZE,
+        rows=[
+            ("getsize", "import os\nf.read(os.path.getsize(p))", True),
+            ("stat-attribute", "import os\nf.read(os.stat(p).st_size)", True),
+            ("through-name", "import os\nn = os.path.getsize(p)\nf.read(n)", True),
+            ("stat-through-name", "import os\nst = os.stat(p)\nf.read(st.st_size)", True),
+            ("path-stat", "from pathlib import Path\nf.read(Path(p).stat().st_size)", True),
+            ("keyword", "import os\nf.read(size=os.fstat(fd).st_size)", True),
+            ("or-default", "import os\nf.read(os.path.getsize(p) or 1)", True),
+            ("min-or-default", "import os\nf.read(min(9, os.path.getsize(p)) or 1)", False),
+            ("chunk-constant", "f.read(65536)", False),
+            ("min-of-both", "import os\nf.read(min(1 << 16, os.path.getsize(p)))", False),
+            ("no-argument", "f.read()", False),
+            ("parameter", "def g(f, n):\n    f.read(n)", False),
+        ],
+    ),
+    *group(
+        ["logging.basicConfig"],
+        {"not_inside": "main-guard"},
+        rows=[
+            ("module-level", "import logging\nlogging.basicConfig()", True),
+            ("aliased", "from logging import basicConfig as setup\nsetup()", True),
+            ("in-function", "import logging\ndef f():\n    logging.basicConfig()", True),
+            (
+                "under-main-guard",
+                "import logging\nif __name__ == '__main__':\n    logging.basicConfig()",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        YAML_LOAD,
+        YAML,
+        rows=[
+            (
+                "subclass-of-safe-loader",
+                "import yaml\nclass L(yaml.SafeLoader):\n    pass\nyaml.load(s, Loader=L)",
+                False,
+            ),
+            (
+                "subclass-two-deep-aliased",
+                "import yaml\nfrom yaml import CSafeLoader as C\nclass A(C): pass\nclass B(A): pass\n"
+                "yaml.load(s, B)",
+                False,
+            ),
+            (
+                "getattr-both-safe",
+                "import yaml\nL = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)\nyaml.load(s, Loader=L)",
+                False,
+            ),
+            (
+                "subclass-of-full-loader",
+                "import yaml\nclass L(yaml.FullLoader):\n    pass\nyaml.load(s, Loader=L)",
+                True,
+            ),
+            (
+                "getattr-unsafe-default",
+                "import yaml\nL = getattr(yaml, 'CSafeLoader', yaml.Loader)\nyaml.load(s, Loader=L)",
+                True,
+            ),
+            (
+                "getattr-unsafe-name",
+                "import yaml\nyaml.load(s, Loader=getattr(yaml, 'CLoader', yaml.SafeLoader))",
+                True,
+            ),
+            (
+                "class-defined-twice",
+                "import yaml\nclass L(yaml.SafeLoader): pass\nclass L(yaml.Loader): pass\n"
+                "yaml.load(s, Loader=L)",
+                True,
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), VALUES)
+def test_forbid_call_on_values(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(code, rule="forbid-call", names=names, where=where)
+    assert result.passed is not violates, result.reason
+
+
+FACTORIES = [
+    (
+        "dataclass-field",
+        "import threading\nfrom dataclasses import field\nx = field(default_factory=threading.Lock)",
+        True,
+    ),
+    ("attrs-factory", "import threading, attrs\nx = attrs.field(factory=threading.RLock)", True),
+    (
+        "defaultdict",
+        "import threading, collections\nlocks = collections.defaultdict(threading.Lock)",
+        True,
+    ),
+    (
+        "pydantic-field",
+        "import threading\nfrom pydantic import Field\nx = Field(default_factory=threading.Lock)",
+        True,
+    ),
+    ("other-factory", "from dataclasses import field\nx = field(default_factory=dict)", False),
+    (
+        "other-keyword",
+        "import threading\nfrom dataclasses import field\nx = field(default=threading.Lock)",
+        False,
+    ),
+    ("not-a-field-call", "import threading\nx = register(default_factory=threading.Lock)", False),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "calls"), [pytest.param(code, calls, id=id_) for id_, code, calls in FACTORIES]
+)
+def test_factories_count_as_calls(code: str, calls: bool) -> None:
+    names = ["threading.Lock", "threading.RLock"]
+    assert check(code, rule="require-call", names=names).passed is calls
+    # where the factory will run is not known: context conditions never hold for it
+    inside = check(code, rule="require-call", names=names, where={"inside": "function"})
+    assert inside.passed is False
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param({"value_from_call": {"size": []}}, id="value-from-call-empty"),
+        pytest.param({"value_from_call": {"size": ["a..b"]}}, id="value-from-call-bad-name"),
+        pytest.param({"value_from_call": {"a b": ["os.stat"]}}, id="value-from-call-bad-keyword"),
+        pytest.param({"result_unread": ["return code"]}, id="result-unread-not-identifier"),
+        pytest.param({"inside": "busy"}, id="inside-unknown-label"),
+        pytest.param({"not_inside": "function"}, id="not-inside-unknown-label"),
+    ],
+)
+def test_new_conditions_refuse_bad_values(where: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Params.model_validate({"rule": "forbid-call", "names": ["a.b"], "where": where})
+
+
+MOVE = ["os.replace", "pathlib.Path.replace"]
+SYNCED_FIRST = {"not_after": ["os.fsync"], "through_calls": True}
+SYNC_HELPER = "import os\ndef sync(fh):\n    os.fsync(fh.fileno())\n"
+
+ORDERS = [
+    *group(
+        MOVE,
+        SYNCED_FIRST,
+        rows=[
+            ("no-fsync", "import os\ndef save(t, p):\n    os.replace(t, p)", True),
+            (
+                "fsync-after",
+                "import os\ndef save(t, p, fd):\n    os.replace(t, p)\n    os.fsync(fd)",
+                True,
+            ),
+            (
+                "fsync-first",
+                "import os\ndef save(t, p, fd):\n    os.fsync(fd)\n    os.replace(t, p)",
+                False,
+            ),
+            (
+                "fsync-in-other-function",
+                "import os\ndef a(fd):\n    os.fsync(fd)\ndef save(t, p):\n    os.replace(t, p)",
+                True,
+            ),
+            (
+                "helper-called-first",
+                SYNC_HELPER + "def save(fh, t, p):\n    sync(fh)\n    os.replace(t, p)",
+                False,
+            ),
+            (
+                "helper-called-after",
+                SYNC_HELPER + "def save(fh, t, p):\n    os.replace(t, p)\n    sync(fh)",
+                True,
+            ),
+            (
+                "method-helper-first",
+                "import os\nclass W:\n    def s(self, fd):\n        os.fsync(fd)\n"
+                "    def save(self, fd, t, p):\n        self.s(fd)\n        os.replace(t, p)",
+                False,
+            ),
+            (
+                "move-in-helper-called-after-fsync",
+                "import os\ndef swap(t, p):\n    os.replace(t, p)\ndef save(fd, t, p):\n"
+                "    os.fsync(fd)\n    swap(t, p)",
+                False,
+            ),
+            (
+                "move-in-helper-called-before-fsync",
+                "import os\ndef swap(t, p):\n    os.replace(t, p)\ndef save(fd, t, p):\n"
+                "    swap(t, p)\n    os.fsync(fd)",
+                True,
+            ),
+            (
+                "fresh-path-object",
+                "import os\nfrom pathlib import Path\ndef save(t, p, fd):\n    Path(t).replace(p)\n"
+                "    os.fsync(fd)",
+                True,
+            ),
+            ("str-replace-is-not-a-move", "def save(s):\n    return s.replace('a', 'b')", False),
+        ],
+    ),
+    *group(
+        MOVE,
+        {"not_after": ["os.fsync"]},
+        rows=[
+            (
+                "helper-off-by-default",
+                SYNC_HELPER + "def save(fh, t, p):\n    sync(fh)\n    os.replace(t, p)",
+                True,
+            ),
+        ],
+    ),
+    *group(
+        ["*.communicate"],
+        {"missing_keyword": ["timeout"], "not_argument_of": ["asyncio.wait_for"]},
+        rows=[
+            ("unbounded", "async def f(p):\n    await p.communicate()", True),
+            (
+                "wait-for-argument",
+                "import asyncio\nasync def f(p):\n    await asyncio.wait_for(p.communicate(), 5)",
+                False,
+            ),
+            (
+                "wait-for-through-name",
+                "import asyncio\nasync def f(p):\n    c = p.communicate()\n    await asyncio.wait_for(c, 5)",
+                False,
+            ),
+            (
+                "nested-in-argument",
+                "import asyncio\nasync def f(p):\n    await asyncio.wait_for(g(p.communicate()), 5)",
+                False,
+            ),
+            (
+                "wait-for-on-something-else",
+                "import asyncio\nasync def f(p):\n    await p.communicate()\n    await asyncio.wait_for(p.wait(), 5)",
+                True,
+            ),
+            (
+                "name-bound-twice",
+                "import asyncio\nasync def f(p):\n    c = p.communicate()\n    c = g()\n"
+                "    await asyncio.wait_for(c, 5)",
+                True,
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), ORDERS)
+def test_forbid_call_order_and_wrapping(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(code, rule="forbid-call", names=names, where=where)
+    assert result.passed is not violates, result.reason
+
+
+def _call_web(functions: int, fan_out: int) -> str:
+    """Functions that each call themselves and the next ``fan_out``: a dense call graph."""
+    lines = ["import os, time"]
+    for i in range(functions):
+        callees = "; ".join(f"f{(i + k) % functions}()" for k in range(fan_out + 1))
+        lines.append(f"def f{i}():\n    {callees}; os.replace(a, b); time.sleep(1)")
+    lines.append("async def main():\n    f0()\n    os.fsync(3)")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param({"inside": "async-def", "through_calls": True}, id="inside"),
+        pytest.param({"not_after": ["os.fsync"], "through_calls": True}, id="not-after"),
+        pytest.param({"result_used": False, "not_argument_of": ["f1"]}, id="values"),
+    ],
+)
+def test_dense_call_graphs_stay_bounded(where: dict[str, Any]) -> None:
+    code = _call_web(120, 6)
+    result = check(code, rule="forbid-call", names=["time.sleep", "os.replace"], where=where)
+    assert isinstance(result, CheckResult)
