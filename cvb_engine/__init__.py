@@ -7,6 +7,7 @@ library (streamlit, plotly, pygments) — a test enforces it.
 from cvb_engine.checks import CheckKind, CheckResult, Span, Subject, get_kind, registry
 from cvb_engine.extract import OUTCOMES, Extraction, extract, extract_code
 from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
+from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
 from cvb_engine.metrics import RecordRow, Summary, summarize, summarize_rows
 from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
 from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
@@ -36,9 +37,13 @@ __all__ = [
     "SCORING_VERSION",
     "CheckKind",
     "CheckResult",
+    "EntryKind",
     "Extraction",
     "Finding",
     "LoadedScenario",
+    "Pool",
+    "PoolEntry",
+    "PoolError",
     "RecordRow",
     "Scenario",
     "ScenarioError",
@@ -48,6 +53,7 @@ __all__ = [
     "Summary",
     "build_messages",
     "csv_cell",
+    "draw",
     "extract",
     "extract_code",
     "get_kind",
@@ -57,6 +63,7 @@ __all__ = [
     "lint_text",
     "load_file",
     "load_library",
+    "load_pool",
     "load_text",
     "markdown_text",
     "messages_sha256",

@@ -27,6 +27,19 @@ E015   error     an IVR problem without stated tests, source or reference
 E017   error     a CVB scenario with fewer than 2 or more than 4 constraints
                  (DESIGN §3; IVR problems are exempt)
 =====  ========  ===============================================================
+
+The project-memory pool (``memory/pool.yaml``, DESIGN §12) is not a scenario;
+it is linted with codes of its own (E001/E002 when it cannot be loaded):
+
+=====  ========  ===============================================================
+E020   error     imperative wording in an entry (the words E010 refuses)
+E021   error     an entry names something a shipped constraint's checks forbid
+                 or require, or one of their regex patterns matches it
+E022   error     an entry id used twice, or a text that repeats another once case,
+                 punctuation and spacing are set aside (or shares nearly all its
+                 words with it)
+E023   error     an unknown kind, or a text shorter or longer than an entry is
+=====  ========  ===============================================================
 """
 
 from __future__ import annotations
@@ -39,7 +52,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel
+
+from cvb_engine.checks import python_ast, regex_check
 from cvb_engine.checks.base import CheckResult, Subject, get_kind
+from cvb_engine.memory_pool import Pool, PoolError, discover_pools, load_pool
 from cvb_engine.scenario import (
     CANARY,
     CVB_CATEGORIES,
@@ -48,6 +65,7 @@ from cvb_engine.scenario import (
     Scenario,
     ScenarioError,
     discover,
+    load_all,
     load_file,
     load_text,
 )
@@ -427,7 +445,8 @@ def lint_paths(paths: Iterable[str | Path], *, shipped: bool | None = None) -> l
     findings: list[Finding] = []
     loaded: list[LoadedScenario] = []
     files = discover(paths)
-    if not files:
+    pools = discover_pools(paths)
+    if not files and not pools:
         return [Finding(str(p), 1, "E001", "no scenario files found") for p in paths]
     for f in files:
         try:
@@ -437,7 +456,10 @@ def lint_paths(paths: Iterable[str | Path], *, shipped: bool | None = None) -> l
             continue
         loaded.append(item)
         findings.extend(lint_scenario(item))
-    findings.extend(lint_set(loaded, shipped=shipped))
+    if files:
+        findings.extend(lint_set(loaded, shipped=shipped))
+    for pool_path in pools:
+        findings.extend(lint_pool_file(pool_path, _library_of(pool_path, loaded)))
     return sorted(findings, key=lambda f: (f.path, f.line, f.code))
 
 
@@ -475,3 +497,206 @@ def lint_text(
 
 def has_errors(findings: Iterable[Finding]) -> bool:
     return any(f.severity == "error" for f in findings)
+
+
+# --------------------------------------------------------------------------- memory pool
+
+POOL_MIN_WORDS, POOL_MAX_WORDS = 8, 45
+# Two entries sharing this much of their vocabulary (Jaccard index of their word
+# sets) read as one note told twice.
+NEAR_DUPLICATE_WORDS = 0.8
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# Escapes, character classes, group openers and counted repeats of a pattern's
+# source: what is left between them is literal text.
+_PATTERN_SYNTAX = re.compile(
+    r"\\.|\[(?:\\.|[^\]\\])*\]|\(\?(?:P<\w+>|P=\w+\)|<?[=!]|[a-zA-Z-]*[:)])|\{[\d,]*\}"
+)
+
+
+def distinctive(word: str) -> bool:
+    """Whether one name component reads as a name rather than an English word:
+    it has an underscore or a digit, or a capital after a lower-case letter
+    (``basicConfig``, ``TestCase``). ``get``, ``open`` or ``Session`` do not."""
+    if len(word) < 3 or not any(c.isalpha() for c in word):
+        return False
+    return "_" in word or any(c.isdigit() for c in word) or bool(re.search(r"[a-z][A-Z]", word))
+
+
+def _words_of_name(name: str) -> set[str]:
+    """The words an entry could name a checked name by: the dotted name itself
+    (wildcards dropped), its module (the first component, unless the pattern is
+    ``*.x``, which names no module) and every distinctive component."""
+    suffix_only = name.startswith("*.")
+    parts = [p for p in name.removeprefix("*.").removesuffix(".*").split(".") if p]
+    if not parts:
+        return set()
+    words = {c for c in parts if distinctive(c)}
+    if len(parts) > 1 or not suffix_only:
+        words.add(".".join(parts))
+    if not suffix_only:
+        words.add(parts[0])
+    return words
+
+
+def _strings(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def _names_in_params(params: BaseModel) -> set[str]:
+    """Names a check's parameters forbid or require (see :func:`checked_names`)."""
+    words: set[str] = set()
+    if isinstance(params, python_ast.Params):
+        for name in params.names:
+            words |= _words_of_name(name)
+        if params.where is not None:
+            # Conditions name calls (same_function_as: [json.dump]), keywords
+            # (exc_info) and values (CERT_NONE); only the dotted or distinctive ones
+            # are taken, not plain words such as timeout or encoding.
+            conditions = params.where.model_dump(exclude_defaults=True)
+            for text in _strings(list(conditions.values())):
+                if _DOTTED.fullmatch(text) and ("." in text or distinctive(text)):
+                    words |= _words_of_name(text) if "." in text else {text}
+    elif isinstance(params, regex_check.Params):
+        literal = _PATTERN_SYNTAX.sub(" ", params.pattern)
+        for token in _DOTTED.findall(literal):
+            words |= {c for c in token.split(".") if distinctive(c)}
+    return words
+
+
+def checked_names(scenarios: Iterable[LoadedScenario]) -> dict[str, str]:
+    """Every name the scenarios' checks forbid or require, lower-cased, mapped to
+    the first ``scenario/constraint`` that checks it.
+
+    From ``python-ast`` checks: each name of ``names`` and each dotted or
+    distinctive name in ``where`` (the dotted name, its module, its distinctive
+    components); from ``regex`` checks: the distinctive identifiers written
+    literally in the pattern. Exec tests name nothing here.
+    """
+    out: dict[str, str] = {}
+    for item in scenarios:
+        sc = item.scenario
+        for c in sc.constraints:
+            for spec in c.checks:
+                for word in _names_in_params(spec.params()):
+                    out.setdefault(word.lower(), f"{sc.id}/{c.id}")
+    return out
+
+
+def checked_patterns(
+    scenarios: Iterable[LoadedScenario],
+) -> list[tuple[str, regex_check.Params]]:
+    """The ``regex`` checks of the scenarios, each with its ``scenario/constraint/check``."""
+    out = []
+    for item in scenarios:
+        sc = item.scenario
+        for c in sc.constraints:
+            for spec, check_id in zip(c.checks, c.check_ids(), strict=True):
+                params = spec.params()
+                if isinstance(params, regex_check.Params):
+                    out.append((f"{sc.id}/{c.id}/{check_id}", params))
+    return out
+
+
+def _normalised(text: str) -> str:
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def lint_pool(pool: Pool, scenarios: Iterable[LoadedScenario]) -> list[Finding]:
+    """E020–E023 on a loaded pool, against the constraints of ``scenarios``."""
+    scenarios = list(scenarios)
+    path = str(pool.path)
+    findings: list[Finding] = []
+    names = checked_names(scenarios)
+    name_re = (
+        re.compile(
+            r"(?<![\w.])("
+            + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+            + r")(?![\w])",
+            re.IGNORECASE,
+        )
+        if names
+        else None
+    )
+    patterns = checked_patterns(scenarios)
+    first_id: dict[str, int] = {}
+    first_text: dict[str, int] = {}
+    vocab: list[tuple[int, frozenset[str]]] = []
+    for i, entry in enumerate(pool.entries):
+        text_line = pool.line_of("entries", i, "text")
+
+        def add(code: str, message: str, line: int = text_line, entry_id: str = entry.id) -> None:
+            findings.append(Finding(path, line, code, f"entry {entry_id!r}: {message}"))
+
+        for word in dict.fromkeys(imperative_words(entry.text)):
+            add("E020", f"imperative wording {word!r}; state it as a past decision or a fact")
+        if name_re is not None:
+            for found in dict.fromkeys(m.group(1).lower() for m in name_re.finditer(entry.text)):
+                add(
+                    "E021",
+                    f"names {found!r}, which the checks of {names[found]} look for; "
+                    "a distractor stays off the constraints' ground",
+                )
+        for source, params in patterns:
+            try:
+                hit = params.compiled().search(entry.text, timeout=params.timeout_s)
+            except TimeoutError:
+                add("E021", f"the pattern of {source} timed out on the text")
+                continue
+            if hit is not None:
+                add("E021", f"the pattern of {source} matches {hit.group(0)[:40]!r}")
+        if entry.id in first_id:
+            add(
+                "E022",
+                f"duplicate id (first at line {first_id[entry.id]})",
+                pool.line_of("entries", i, "id"),
+            )
+        else:
+            first_id[entry.id] = pool.line_of("entries", i, "id")
+        norm = _normalised(entry.text)
+        words = frozenset(norm.split())
+        if norm in first_text:
+            add("E022", f"repeats the text of the entry at line {first_text[norm]}")
+        else:
+            first_text[norm] = text_line
+            for line, other in vocab:
+                if len(words & other) / len(words | other) >= NEAR_DUPLICATE_WORDS:
+                    add("E022", f"nearly repeats the entry at line {line}")
+                    break
+            vocab.append((text_line, words))
+        count = len(entry.text.split())
+        if not POOL_MIN_WORDS <= count <= POOL_MAX_WORDS:
+            add(
+                "E023",
+                f"{count} words; an entry has {POOL_MIN_WORDS}–{POOL_MAX_WORDS}",
+            )
+    return findings
+
+
+def _library_of(pool_path: Path, loaded: list[LoadedScenario]) -> list[LoadedScenario]:
+    """The scenarios a pool belongs to: the whole library folder holding its memory
+    folder, taken from those already loaded when all of them were, else read now
+    (linting one category and the pool checks the pool against every constraint)."""
+    root = pool_path.resolve().parent.parent
+    wanted = sorted(p.resolve() for p in discover([root]))
+    have = {item.path.resolve(): item for item in loaded}
+    if all(p in have for p in wanted):
+        return [have[p] for p in wanted]
+    return load_all([root])[0]
+
+
+def lint_pool_file(path: str | Path, scenarios: Iterable[LoadedScenario]) -> list[Finding]:
+    """Load a pool file and lint it; a file that does not load gives its problems."""
+    try:
+        pool = load_pool(path)
+    except PoolError as exc:
+        return [Finding.from_problem(p) for p in exc.problems]
+    return lint_pool(pool, scenarios)

@@ -527,27 +527,62 @@ def load_text(text_or_bytes: str | bytes, path: str | Path = "<text>") -> Loaded
     return LoadedScenario(scenario, Path(path), hashlib.sha256(raw).hexdigest(), lines)
 
 
+def _read_bytes(p: Path) -> bytes:
+    try:
+        with p.open("rb") as fh:
+            return fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError([Problem(str(p), 0, f"cannot read: {exc.strerror or exc}")]) from None
+
+
 def load_file(path: str | Path) -> LoadedScenario:
     """Load and validate one scenario file."""
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ScenarioError([Problem(str(p), 0, f"cannot read: {exc.strerror or exc}")]) from None
-    return load_text(raw, p)
+    return load_text(_read_bytes(p), p)
+
+
+def read_yaml(path: str | Path) -> tuple[Any, dict[tuple[str | int, ...], int], bytes]:
+    """Read any YAML data file of the library (not only scenarios) through the same
+    hardened reader: the data, its path → line map and the raw bytes (for a hash).
+
+    Raises:
+        ScenarioError: the file cannot be read, is not UTF-8 text, or is not safe
+            plain YAML; each problem names the file and the line.
+    """
+    p = Path(path)
+    raw = _read_bytes(p)
+    data, lines = parse_yaml(str(p), _decode(str(p), raw))
+    return data, lines, raw
+
+
+#: Folders of a scenario library that hold YAML files other than scenarios: the
+#: project-memory pool (``memory/pool.yaml``, see :mod:`cvb_engine.memory_pool`).
+NON_SCENARIO_DIRS: frozenset[str] = frozenset({"memory"})
+
+
+def is_non_scenario_file(path: str | Path) -> bool:
+    """Whether ``path`` lies in one of :data:`NON_SCENARIO_DIRS` (a pool, not a scenario)."""
+    return Path(path).parent.name in NON_SCENARIO_DIRS
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Scenario files under ``paths`` (files as given, directories searched for *.yaml/*.yml)."""
+    """Scenario files under ``paths`` (files as given, directories searched for *.yaml/*.yml).
+
+    Files in :data:`NON_SCENARIO_DIRS` are not scenarios and are left out, whether
+    found in a directory or named on their own.
+    """
     found: dict[Path, Path] = {}  # resolved → as given: a file named twice is linted once
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             for q in sorted(p.rglob("*")):
-                if q.suffix in (".yaml", ".yml") and q.is_file():
+                if (
+                    q.suffix in (".yaml", ".yml")
+                    and NON_SCENARIO_DIRS.isdisjoint(q.relative_to(p).parts[:-1])
+                    and q.is_file()
+                ):
                     found.setdefault(q.resolve(), q)
-        else:
+        elif not is_non_scenario_file(p):
             found.setdefault(p.resolve(), p)
     return list(found.values())
 
