@@ -26,8 +26,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported by the functions that resample: `import cvb_engine` (and so
+# `cvb lint`, `cvb --help`) does not pay for it.
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20260729
@@ -153,6 +158,26 @@ class Outcomes:
 OUTCOME_NAMES = ("answered", "unparseable", "no-code")
 
 
+@dataclass(frozen=True)
+class MemoryStat:
+    """One memory variant of the incentivized arm for one model (DESIGN §12).
+
+    ``strict_ci`` is a bootstrap over scenarios of the variant's strict
+    accuracy; ``gap`` is strict(mandated) − strict(variant) with the same paired
+    bootstrap as the headline gap (None values when the run has no mandated arm).
+    """
+
+    model: str
+    arm: str
+    load: int
+    position: str
+    channel: str
+    turns: int
+    strict: Rate
+    strict_ci: Interval
+    gap: Interval
+
+
 @dataclass
 class Summary:
     models: list[str]
@@ -168,6 +193,8 @@ class Summary:
     outcomes: dict[tuple[str, str], Outcomes] = field(default_factory=dict)
     strict_answered: dict[tuple[str, str], Rate] = field(default_factory=dict)
     constraint_answered: dict[tuple[str, str], Rate] = field(default_factory=dict)
+    # one per (model, incentivized arm or variant), when a run has memory variants
+    memory: list[MemoryStat] = field(default_factory=list)
 
 
 ARM_ORDER = ("cold", "mandated", "incentivized")
@@ -218,6 +245,8 @@ def paired_bootstrap_gap(
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float | None, float | None]:
     """95% CI of sum(k_a)/sum(n_a) − sum(k_b)/sum(n_b), resampling units (rows) in pairs."""
+    import numpy as np
+
     units = len(k_a)
     if units == 0:
         return None, None
@@ -238,6 +267,8 @@ def paired_bootstrap_gap(
 def _gap(
     tallies: list[Tally], *, a: str = "mandated", b: str = "incentivized", seed: int
 ) -> Interval:
+    import numpy as np
+
     per: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
     for t in tallies:
         if t.arm in (a, b):
@@ -292,9 +323,10 @@ def summarize(
         for m in models
         for cat in categories
     }
+    arms = _ordered_arms(t.arm for t in tallies)
     return Summary(
         models=models,
-        arms=_ordered_arms(t.arm for t in tallies),
+        arms=arms,
         categories=categories,
         strict=dict(strict),
         constraint=dict(constraint),
@@ -306,7 +338,92 @@ def summarize(
         outcomes=dict(outcomes),
         strict_answered=dict(strict_answered),
         constraint_answered=dict(constraint_answered),
+        memory=memory_stats(tallies, models, arms, seed=seed),
     )
+
+
+def _memory_params(arm: str) -> tuple[int, str, str, int] | None:
+    """(load, position, channel, turns) of an incentivized arm or variant, else None."""
+    if arm != "incentivized" and not arm.startswith("incentivized@"):
+        return None
+    from cvb_engine.arms import ArmError, parse_arm
+
+    try:
+        params = parse_arm(arm).params
+    except ArmError:
+        return None  # a variant name this cvb does not know: reported as a plain arm
+    return (
+        int(getattr(params, "load", 0)),
+        str(getattr(params, "position", "")),
+        str(getattr(params, "channel", "")),
+        int(getattr(params, "turns", 0)),
+    )
+
+
+def memory_stats(
+    tallies: list[Tally], models: list[str], arms: list[str], *, seed: int = BOOTSTRAP_SEED
+) -> list[MemoryStat]:
+    """A :class:`MemoryStat` per model and incentivized arm, when any memory variant ran
+    (none for a run of the seed arms only: its report is what it always was)."""
+    variants = {a: p for a in arms if (p := _memory_params(a)) is not None}
+    if not any(a != "incentivized" for a in variants):
+        return []
+    import numpy as np
+
+    out = []
+    for model in models:
+        mine = [t for t in tallies if t.model == model]
+        for arm, (load, position, channel, turns) in variants.items():
+            rows = [t for t in mine if t.arm == arm]
+            if not rows:
+                continue
+            per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for t in rows:
+                per[t.scenario_id][0] += t.n_strict
+                per[t.scenario_id][1] += t.n_scored
+            units = [v for v in per.values() if v[1]]
+            k = np.array([u[0] for u in units], dtype=np.int64)
+            n = np.array([u[1] for u in units], dtype=np.int64)
+            rate = Rate(int(k.sum()), int(n.sum()), sum(t.n_errors for t in rows))
+            low, high = bootstrap_ratio(k, n, seed=seed)
+            out.append(
+                MemoryStat(
+                    model=model,
+                    arm=arm,
+                    load=load,
+                    position=position,
+                    channel=channel,
+                    turns=turns,
+                    strict=rate,
+                    strict_ci=Interval(rate.value, low, high, len(units)),
+                    gap=_gap(mine, b=arm, seed=seed),
+                )
+            )
+    return out
+
+
+def bootstrap_ratio(
+    k: np.ndarray,
+    n: np.ndarray,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float | None, float | None]:
+    """95% CI of sum(k)/sum(n), resampling units (scenarios) with replacement."""
+    import numpy as np
+
+    if len(k) == 0:
+        return None, None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(k), size=(resamples, len(k)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = k[idx].sum(axis=1) / n[idx].sum(axis=1)
+    ratios = ratios[np.isfinite(ratios)]
+    if ratios.size == 0:
+        return None, None
+    alpha = (1 - CI_LEVEL) / 2
+    low, high = np.quantile(ratios, [alpha, 1 - alpha])
+    return float(low), float(high)
 
 
 def summarize_rows(rows: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> Summary:
@@ -371,6 +488,8 @@ def bootstrap_mean(
     values: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> tuple[float | None, float | None]:
     """95% CI of the mean of ``values`` by resampling them with replacement."""
+    import numpy as np
+
     if values.size == 0:
         return None, None
     rng = np.random.default_rng(seed)
@@ -391,6 +510,8 @@ def ivr(
     reported IVR is the mean of IVR_p over problems with at least one
     stated-passing solution, with a bootstrap CI over those problems.
     """
+    import numpy as np
+
     solutions: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
     fails: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
     for r in rows:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-from cvb_engine.scenario import ARMS, Scenario
+from cvb_engine.scenario import Scenario
+
+if TYPE_CHECKING:
+    from cvb_engine.arms import ArmContext
 
 PROMPT_VERSION = "2.0"
 
@@ -49,33 +52,29 @@ INCENTIVIZED = (
 INCENTIVIZED_ITEM = "- Decision {n} ({cid}): {text}"
 
 
-def _task_block(scenario: Scenario) -> str:
+def task_block(scenario: Scenario) -> str:
+    """The task, with its stated tests when it has them: what every arm ends with."""
     block = TASK.format(task=scenario.task.strip())
     if scenario.stated_tests and scenario.stated_tests.strip():
         block += STATED_TESTS.format(tests=scenario.stated_tests.strip())
     return block
 
 
-def build_messages(scenario: Scenario, arm: str) -> list[Message]:
-    """The chat messages for ``scenario`` under ``arm`` (cold, mandated or incentivized)."""
-    if arm not in ARMS:
-        raise ValueError(f"unknown arm {arm!r}; expected one of {', '.join(ARMS)}")
-    task_block = _task_block(scenario)
-    if arm == "cold":
-        user = task_block
-    elif arm == "mandated":
-        orders = "\n".join(
-            MANDATED_ITEM.format(n=i, text=c.text.strip())
-            for i, c in enumerate(scenario.constraints, start=1)
-        )
-        user = MANDATED.format(task_block=task_block, orders=orders)
-    else:
-        notes = "\n".join(
-            INCENTIVIZED_ITEM.format(n=i, cid=c.id, text=c.text.strip())
-            for i, c in enumerate(scenario.constraints, start=1)
-        )
-        user = INCENTIVIZED.format(task_block=task_block, notes=notes)
-    return [Message(role="system", content=SYSTEM), Message(role="user", content=user)]
+def build_messages(
+    scenario: Scenario, arm: str, context: ArmContext | None = None
+) -> list[Message]:
+    """The chat messages for ``scenario`` under ``arm``: a seed arm (cold, mandated,
+    incentivized) or any variant name (``incentivized@load=50,channel=system``).
+
+    Raises:
+        ValueError: an unknown arm or a parameter its kind refuses (:class:`ArmError`).
+    """
+    from cvb_engine.arms import parse_arm
+
+    return [
+        Message(role=m["role"], content=m["content"])
+        for m in parse_arm(arm).build(scenario, context)
+    ]
 
 
 def messages_sha256(messages: list[Message]) -> str:

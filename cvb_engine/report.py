@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvb_engine.metrics import Interval, IVRSummary, Outcomes, Rate, Summary
+from cvb_engine.metrics import Interval, IVRSummary, MemoryStat, Outcomes, Rate, Summary
 from cvb_engine.safe_text import markdown_code, write_csv
 from cvb_engine.safe_text import markdown_text as _t
 from cvb_engine.scenario import LoadedScenario
@@ -220,8 +220,107 @@ def markdown(
             ),
         )
         out.append("")
+    out += memory_markdown(summary)
     out += limitations_markdown(notes.limitations if notes else ())
     return "\n".join(out)
+
+
+MEMORY_NOTE = (
+    "Memory arms: the incentivized arm with its constraints among `load` distractor notes from "
+    "the project-memory pool, at a `position` (start, middle, end, spread), through a `channel` "
+    "(inline user turn, system message, AGENTS.md file, earlier turns of the conversation). "
+    "Strict accuracy with a 95% bootstrap CI over scenarios; gap = mandated − variant, paired "
+    "bootstrap over scenarios. At load 0 the position does not apply."
+)
+
+
+def memory_groups(summary: Summary) -> dict[tuple[str, str, str, int], dict[int, MemoryStat]]:
+    """(model, channel, position, turns) -> load -> stat; a load-0 stat joins every position."""
+    groups: dict[tuple[str, str, str, int], dict[int, MemoryStat]] = {}
+    positions = sorted({m.position for m in summary.memory if m.load}) or ["spread"]
+    for stat in summary.memory:
+        for pos in positions if stat.load == 0 else [stat.position]:
+            groups.setdefault((stat.model, stat.channel, pos, stat.turns), {})[stat.load] = stat
+    return groups
+
+
+def memory_curve_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """The adherence-versus-memory-size curve as a table: one row per model, channel,
+    position (and turns, for the history channel), one column per load."""
+    loads = sorted({m.load for m in summary.memory})
+    header = ["model", "channel", "position", *(f"load {n}" for n in loads)]
+    rows = []
+    for (model, channel, pos, turns), by_load in sorted(memory_groups(summary).items()):
+        if len(by_load) == 1 and 0 in by_load and len(loads) > 1:
+            continue  # a load-0 point alone is no curve
+        label = f"{channel} ({turns} turns)" if channel == "history" else channel
+        rows.append(
+            [
+                model,
+                label,
+                pos,
+                *(fmt_interval(by_load[n].strict_ci) if n in by_load else "–" for n in loads),
+            ]
+        )
+    return header, rows
+
+
+def memory_channel_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """Each channel's gap to mandated, with its CI: one row per model, load and position."""
+    channels = [
+        c
+        for c in ("inline", "system", "file", "history")
+        if any(m.channel == c for m in summary.memory)
+    ]
+    header = ["model", "load", "position", *(f"gap: {c}" for c in channels)]
+    cells: dict[tuple[str, int, str], dict[str, str]] = {}
+    for stat in summary.memory:
+        key = (stat.model, stat.load, stat.position if stat.load else "–")
+        cells.setdefault(key, {})[stat.channel] = fmt_gap(stat.gap)
+    rows = [
+        [model, str(load), pos, *(by.get(c, "–") for c in channels)]
+        for (model, load, pos), by in sorted(cells.items())
+    ]
+    return header, rows
+
+
+def memory_position_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """Strict accuracy by where the constraints sit, at each load above 0."""
+    positions = [
+        p
+        for p in ("start", "middle", "end", "spread")
+        if any(m.position == p and m.load for m in summary.memory)
+    ]
+    header = ["model", "load", "channel", *positions]
+    cells: dict[tuple[str, int, str], dict[str, str]] = {}
+    for stat in summary.memory:
+        if stat.load:
+            key = (stat.model, stat.load, stat.channel)
+            cells.setdefault(key, {})[stat.position] = fmt_interval(stat.strict_ci)
+    rows = [
+        [model, str(load), channel, *(by.get(p, "–") for p in positions)]
+        for (model, load, channel), by in sorted(cells.items())
+        if len(by) > 1
+    ]
+    return header, rows
+
+
+def memory_markdown(summary: Summary) -> list[str]:
+    """The "Memory arms" section, or nothing for a run without memory variants."""
+    if not summary.memory:
+        return []
+    out = ["## Memory arms", "", MEMORY_NOTE, ""]
+    for title, (header, rows) in (
+        ("Adherence versus memory size (strict accuracy [95% CI])", memory_curve_table(summary)),
+        ("Position of the constraints (strict accuracy [95% CI])", memory_position_table(summary)),
+        ("Channels: gap to mandated [95% CI]", memory_channel_table(summary)),
+    ):
+        if rows:
+            out += [f"### {title}", ""]
+            # the model is from outside; channels, positions and figures are cvb's own
+            out += _table(header, ([_t(row[0]), *row[1:]] for row in rows))
+            out.append("")
+    return out
 
 
 OUTCOMES_NOTE = (

@@ -23,11 +23,17 @@ from typing import Literal
 from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary
 from cvb_engine.queries import PublishedCVB, Reference, load_reference
 from cvb_engine.report import (
+    MEMORY_NOTE,
     OUTCOME_HEADER,
     OUTCOMES_NOTE,
     ReportNotes,
     fmt_gap,
+    fmt_interval,
     fmt_signed,
+    memory_channel_table,
+    memory_curve_table,
+    memory_groups,
+    memory_position_table,
     outcome_rows,
 )
 from cvb_engine.safe_text import terminal_text
@@ -355,6 +361,110 @@ def _outcome_table(summary: Summary) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+CURVE_COLORS = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a", "#ad1a72")
+
+
+def memory_curve_svg(summary: Summary) -> str:
+    """Strict accuracy against memory load, one line per model, channel and position, each
+    with its 95% CI as a band (loads are evenly spaced, in order)."""
+    loads = sorted({m.load for m in summary.memory})
+    groups = [
+        (key, by_load)
+        for key, by_load in sorted(memory_groups(summary).items())
+        if len(by_load) > 1
+    ]
+    if len(loads) < 2 or not groups:
+        return ""
+    left, top, plot_w, plot_h, legend_h = 60, 40, 520, 260, 18
+    width, height = left + plot_w + 30, top + plot_h + 50 + legend_h * len(groups)
+
+    def sx(load: int) -> float:
+        return left + plot_w * loads.index(load) / (len(loads) - 1)
+
+    def sy(v: float) -> float:
+        return top + plot_h * (1 - max(0.0, min(1.0, v)))
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="adherence versus memory size" '
+        f'font-family="{FONT}">',
+        f'<text x="0" y="16" font-size="14" font-weight="600" fill="{INK}">Strict accuracy '
+        "against memory load (95% CI bands)</text>",
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(tick):.1f}" y2="{sy(tick):.1f}" '
+            f'stroke="{GRID}"/><text x="{left - 8}" y="{sy(tick) + 4:.1f}" font-size="11" '
+            f'text-anchor="end" fill="{MUTED}">{tick:.2f}</text>'
+        )
+    for load in loads:
+        out.append(
+            f'<text x="{sx(load):.1f}" y="{top + plot_h + 18}" font-size="11" '
+            f'text-anchor="middle" fill="{MUTED}">{load}</text>'
+        )
+    for i, ((model, channel, position, _turns), by_load) in enumerate(groups):
+        color = CURVE_COLORS[i % len(CURVE_COLORS)]
+        points = [
+            (n, by_load[n]) for n in loads if n in by_load and by_load[n].strict.value is not None
+        ]
+        band = [
+            (n, st)
+            for n, st in points
+            if st.strict_ci.low is not None and st.strict_ci.high is not None
+        ]
+        if len(band) > 1:
+            upper = " ".join(f"{sx(n):.1f},{sy(st.strict_ci.high or 0):.1f}" for n, st in band)
+            lower = " ".join(
+                f"{sx(n):.1f},{sy(st.strict_ci.low or 0):.1f}" for n, st in reversed(band)
+            )
+            out.append(f'<polygon points="{upper} {lower}" fill="{color}" fill-opacity="0.15"/>')
+        line = " ".join(f"{sx(n):.1f},{sy(st.strict.value or 0):.1f}" for n, st in points)
+        label = f"{model} · {channel} · {position}"
+        out.append(
+            f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2" '
+            f'data-curve="{_e(label)}"/>'
+        )
+        for n, st in points:
+            out.append(
+                f'<circle cx="{sx(n):.1f}" cy="{sy(st.strict.value or 0):.1f}" r="3.5" '
+                f'fill="{color}"><title>{_e(label)}, load {n}: {_e(fmt_interval(st.strict_ci))}'
+                "</title></circle>"
+            )
+        ly = top + plot_h + 40 + legend_h * i
+        out.append(
+            f'<rect x="{left}" y="{ly - 9}" width="14" height="4" fill="{color}"/>'
+            f'<text x="{left + 20}" y="{ly - 4}" font-size="12" fill="{INK}">{_e(label)}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _memory_section(summary: Summary) -> str:
+    if not summary.memory:
+        return ""
+    parts = [
+        "<h2>Memory arms</h2>",
+        f'<p class="muted">{_e(MEMORY_NOTE)}</p>',
+        memory_curve_svg(summary),
+    ]
+    for title, (header, rows) in (
+        ("Adherence versus memory size (strict accuracy [95% CI])", memory_curve_table(summary)),
+        ("Position of the constraints (strict accuracy [95% CI])", memory_position_table(summary)),
+        ("Channels: gap to mandated [95% CI]", memory_channel_table(summary)),
+    ):
+        if rows:
+            parts += [f"<h3>{_e(title)}</h3>", _plain_table(header, rows)]
+    return "".join(parts)
+
+
 def _constraint_table(summary: Summary) -> str:
     arms = summary.arms
     head = "".join(f"<th>{_e(a)}</th>" for a in arms)
@@ -580,6 +690,7 @@ def html_report(
             "<h2>By category</h2>",
             _category_tables(summary),
         ]
+    parts.append(_memory_section(summary))
     if ivr_results:
         parts.append(_ivr_section(ivr_results, ref))
     if ref is not None:

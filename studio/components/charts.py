@@ -135,14 +135,51 @@ def published_accuracy(published: PublishedCVB) -> go.Figure:
                 f"<b>%{{x}}</b> · {arm}<br>published %{{y:.3f}}<extra>{_t(published.label)}</extra>"
             ),
         )
-    _layout(fig, title=f"{_t(published.label)}, {_t(published.dates)}", y_title="strict accuracy")
+    labels = [wrapped_label(_t(m)) for m in models]
+    lines = max((label.count("<br>") + 1 for label in labels), default=1)
+    _layout(
+        fig,
+        title=f"{_t(published.label)}, {_t(published.dates)}",
+        y_title="strict accuracy",
+        height=HEIGHT + 14 * lines,
+    )
     fig.update_yaxes(range=[0, 1.12], tickformat=".1f")
-    fig.update_xaxes(tickangle=0, tickfont={"size": 10})
+    # Model ids side by side in half the page overlapped: each is broken into short lines.
+    fig.update_xaxes(
+        tickangle=0,
+        tickfont={"size": 10},
+        tickmode="array",
+        tickvals=[_t(m) for m in models],
+        ticktext=labels,
+        automargin=True,
+    )
     fig.update_layout(
-        legend={"orientation": "h", "y": -0.18, "yanchor": "top", "x": 0.5, "xanchor": "center"},
-        margin={"b": 84},
+        legend={
+            "orientation": "h",
+            "y": -0.1 - 0.06 * lines,
+            "yanchor": "top",
+            "x": 0.5,
+            "xanchor": "center",
+        },
+        margin={"b": 60 + 14 * lines},
     )
     return fig
+
+
+def wrapped_label(label: str, width: int = 12) -> str:
+    """``llama-3.3-70b-versatile`` as ``llama-3.3-<br>70b-<br>versatile``: broken after
+    ``/``, ``-`` or ``_`` into lines of about ``width`` characters (a tick label's
+    ``<br>`` is a line break; the text itself has been escaped by ``chart_text``)."""
+    import re
+
+    pieces = re.findall(r"[^/\-_]+[/\-_]*|[/\-_]+", label)
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and len(lines[-1]) + len(piece) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return "<br>".join(lines) or label
 
 
 def gap_with_ci(
@@ -429,3 +466,59 @@ def ivr_chart(
     _layout(fig, title="Intent Violation Rate with 95% CI", y_title="IVR")
     fig.update_yaxes(range=[0, 1.1], tickformat=".1f")
     return fig
+
+
+def memory_curve(summary: Summary) -> go.Figure:
+    """Strict accuracy against memory load: one line per model, channel and position, each
+    with its 95% bootstrap CI as a band (DESIGN §12)."""
+    from cvb_engine.report import memory_groups
+
+    fig = go.Figure()
+    palette = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a", "#ad1a72")
+    groups = [(k, v) for k, v in sorted(memory_groups(summary).items()) if len(v) > 1]
+    for i, ((model, channel, position, turns), by_load) in enumerate(groups):
+        color = palette[i % len(palette)]
+        loads = sorted(n for n in by_load if by_load[n].strict.value is not None)
+        label = _t(
+            f"{model} · {channel}{f' ({turns} turns)' if channel == 'history' else ''} · {position}"
+        )
+        lows = [by_load[n].strict_ci.low for n in loads]
+        highs = [by_load[n].strict_ci.high for n in loads]
+        if all(v is not None for v in lows + highs):
+            fig.add_trace(
+                go.Scatter(
+                    x=[*loads, *reversed(loads)],
+                    y=[*highs, *reversed(lows)],
+                    fill="toself",
+                    fillcolor=color,
+                    opacity=0.15,
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=label,
+                )
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=loads,
+                y=[by_load[n].strict.value for n in loads],
+                mode="lines+markers",
+                name=label,
+                legendgroup=label,
+                line={"color": color, "width": 2},
+                customdata=[
+                    [f"{by_load[n].strict.k}/{by_load[n].strict.n}", lows[j], highs[j]]
+                    for j, n in enumerate(loads)
+                ],
+                hovertemplate="load %{x}: %{y:.3f} (%{customdata[0]}), 95% CI "
+                "[%{customdata[1]:.3f}, %{customdata[2]:.3f}]<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_xaxes(title="distractor notes in memory (load)", type="category")
+    fig.update_yaxes(range=[0, 1.02])
+    return _layout(
+        fig,
+        title="Adherence versus memory size (95% CI bands)",
+        y_title="strict accuracy",
+        height=420,
+    )
