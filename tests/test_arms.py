@@ -259,3 +259,25 @@ def test_one_set_of_arms_is_one_order() -> None:
         "incentivized@load=50",
     ]
     assert arm_order(reversed(given)) == ordered
+
+
+def test_the_memory_arms_own_words_name_nothing_a_check_looks_for() -> None:
+    """Headers, the AGENTS.md frame and the scripted exchanges pass the pool's own lint
+    (no orders, no checked name or pattern), as every pool entry does."""
+    from cvb_engine.arms import incentivized as inc
+    from cvb_engine.lint import lint_pool
+    from cvb_engine.memory_pool import Pool
+
+    texts = [inc.MEMORY_HEADER, inc.FILE_MEMORY, inc.HISTORY_MEMORY, inc.HISTORY_ACK]
+    texts += [t for pair in inc.EXCHANGES for t in pair]
+    pool = Pool.model_validate(
+        {
+            "version": 1,
+            "entries": [
+                {"id": f"ops-{i:03d}", "kind": "ops", "text": t.replace("{", "").replace("}", "")}
+                for i, t in enumerate(texts)
+            ],
+        }
+    )
+    findings = [f for f in lint_pool(pool, list(LIBRARY.values())) if f.code in ("E020", "E021")]
+    assert findings == []

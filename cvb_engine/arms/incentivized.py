@@ -63,8 +63,8 @@ EXCHANGES: tuple[tuple[str, str], ...] = (
     ),
     (
         "Is UTC the same as GMT?",
-        "For everyday purposes they show the same time; UTC is the atomic-clock standard and "
-        "GMT is a time zone.",
+        "For everyday purposes their clocks agree; UTC is the atomic-clock standard and GMT "
+        "is a zone on the map.",
     ),
     (
         "What does semantic versioning mean by a major version?",
@@ -78,12 +78,12 @@ EXCHANGES: tuple[tuple[str, str], ...] = (
     ),
     (
         "What does SLA stand for?",
-        "Service level agreement: the availability or response time a service promises its users.",
+        "Service level agreement: the availability or response speed a service promises its users.",
     ),
     (
         "What is a feature flag?",
-        "A switch in configuration that turns a code path on or off at run time, so a change "
-        "can ship dark and be enabled later.",
+        "A switch in configuration that turns a code path on or off while the service runs, "
+        "so a change can ship dark and be enabled later.",
     ),
     (
         "How do teams usually name release branches?",
