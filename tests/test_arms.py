@@ -121,6 +121,7 @@ def test_a_sweep_expands_to_every_combination_first_key_slowest() -> None:
         "incentivized@load=10",
         "incentivized@load=10,channel=system",
     ]
+    assert expand_sweep([]) == []  # no sweep adds no arm
     with pytest.raises(ArmError, match="key=value1"):
         expand_sweep(["load"])
     with pytest.raises(ArmError):

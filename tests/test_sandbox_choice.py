@@ -101,7 +101,9 @@ REFUSAL = ("bwrap is not installed", "apt-get install bubblewrap", "--sandbox un
 def fresh_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "_PROBES", {})
     monkeypatch.setattr(sandbox, "_WARNED", set())
-    monkeypatch.delenv(sandbox.ENV_BACKEND, raising=False)
+    # set (to "none named"), not deleted: undoing a setenv restores the variable even
+    # after sandbox.choose() has written it, so no backend leaks into later tests
+    monkeypatch.setenv(sandbox.ENV_BACKEND, "")
 
 
 def test_without_bwrap_nothing_falls_back(
@@ -203,7 +205,7 @@ def test_run_refuses_before_the_first_request_then_runs_when_a_backend_is_named(
         )
         assert named.returncode == 0, (named.stdout, named.stderr)
         assert "warning: model code runs on the plain sandbox backend" in named.stderr
-        assert chat_requests(fake) == 1
+        assert chat_requests(fake) == 1, [(e.path, e.outcome, e.model) for e in fake.log]
     assert run_params(db_file, "plainrun")["sandbox"] == ["plain"]
 
     # re-scoring executes too: refused without bwrap, then recorded when named

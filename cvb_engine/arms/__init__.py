@@ -238,6 +238,8 @@ def expand_sweep(specs: Sequence[str], kind: str = "incentivized") -> list[str]:
     ``["load=0,50", "channel=inline,system"]`` gives four variants of ``kind``,
     in order (the first key varies slowest).
     """
+    if not specs:
+        return []
     axes: list[tuple[str, list[str]]] = []
     for spec in specs:
         key, eq, values = spec.partition("=")
