@@ -108,6 +108,10 @@ def test_sweep_killed_and_resumed_stores_exactly_the_matrix(
         assert f"{size} already done" in again.stdout, again.stdout
     after = records(db, "sweep")
     assert len(after) == size and run_status(db, "sweep") == "finished"
+    report = cvb(["report", "sweep", "--db", db, "--scenarios", str(scenarios)], tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "## Memory arms" in report.stdout and "| load 0 | load 8 |" in report.stdout
+    assert "gap: system" in report.stdout
     assert {r["arm"] for r in after} == set(VARIANTS)
     assert all(r["status"] == "ok" for r in after)
     # one messages hash per (scenario, arm): deterministic; different arms, different messages
