@@ -9,39 +9,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sqlmodel import col, select
-
-from cvb_engine import lint as lint_mod
 from cvb_engine import sandbox
-from cvb_engine.metrics import ivr, summarize, summarize_rows
-from cvb_engine.report import (
-    ReportNotes,
-    ivr_markdown,
-    limitations_of,
-    markdown,
-    records_csv,
-    sandbox_label,
-)
-from cvb_engine.results import (
-    ResultsFileError,
-    db_ivr_rows,
-    db_tallies,
-    export_results,
-    file_scoring_versions,
-    iter_run_records,
-    load_results_file,
-    rows_from_results,
-    run_scenario_ids,
-    save_scores,
-    scoring_versions,
-    write_json_atomic,
-    write_text_atomic,
-)
 from cvb_engine.run_ids import RunIdError, check_run_id, run_id_arg
 from cvb_engine.safe_text import terminal_text
-from cvb_engine.scenario import ScenarioError, load_library
-from cvb_engine.scoring import SCORING_VERSION, executes_code, score_response
-from cvb_engine.store import Record, Run, StoreError, database_url, session_scope
+
+# Everything heavier (the store and SQLAlchemy, numpy through the metrics, the
+# openai client through the runner) is imported by the handler that needs it:
+# `cvb --help`, `cvb lint` and `cvb doctor` start without it
+# (tests/test_cli_help.py keeps it so).
 
 Handler = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler]] = {}
@@ -116,6 +91,8 @@ def _lint_args(p: argparse.ArgumentParser) -> None:
 @command("lint", _lint_args)
 def cmd_lint(args: argparse.Namespace) -> int:
     """Lint scenario files: file:line: CODE message; exit 1 on any error."""
+    from cvb_engine import lint as lint_mod
+
     if lint_mod.executes_samples(args.paths):
         require_sandbox(args.sandbox)  # samples are model-shaped code: never run unsandboxed
     findings = lint_mod.lint_paths(args.paths, shipped=args.shipped)
@@ -143,6 +120,10 @@ def _score_args(p: argparse.ArgumentParser) -> None:
 
 
 def _latest_run_id(db: str | None) -> str:
+    from sqlmodel import col, select
+
+    from cvb_engine.store import Run, session_scope
+
     with session_scope(db) as session:
         run = session.exec(select(Run).order_by(col(Run.created).desc())).first()
         if run is None:
@@ -153,12 +134,18 @@ def _latest_run_id(db: str | None) -> str:
 def _safe_url(db: str | None) -> str:
     from sqlalchemy.engine import make_url
 
+    from cvb_engine.store import database_url
+
     return make_url(database_url(db)).render_as_string(hide_password=True)
 
 
 @command("score", _score_args)
 def cmd_score(args: argparse.Namespace) -> int:
     """Re-score stored outputs with the current checks (no API call)."""
+    from cvb_engine.results import iter_run_records, save_scores
+    from cvb_engine.scoring import SCORING_VERSION, executes_code, score_response
+    from cvb_engine.store import Record, Run, session_scope
+
     library = _library(args.scenarios)
     run_id = args.run_id or _latest_run_id(args.db)
     scored = changed = missing = older = verdicts_changed = 0
@@ -212,6 +199,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 def _limitations(path: str, scenario_ids: list[str]) -> tuple[tuple[str, str, str], ...]:
     """The stated limitations of the run's constraints; none when the library does not load
     (a report never fails for want of its notes)."""
+    from cvb_engine.report import limitations_of
+    from cvb_engine.scenario import ScenarioError, load_library
+
     if not Path(path).is_dir():
         return ()
     try:
@@ -221,6 +211,8 @@ def _limitations(path: str, scenario_ids: list[str]) -> tuple[tuple[str, str, st
 
 
 def _library(path: str) -> dict[str, Any]:
+    from cvb_engine.scenario import ScenarioError, load_library
+
     try:
         return load_library(path)
     except ScenarioError as exc:
@@ -248,6 +240,23 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 @command("report", _report_args)
 def cmd_report(args: argparse.Namespace) -> int:
     """Report a stored run or a results file: Markdown, JSON, CSV, HTML."""
+    from cvb_engine.metrics import ivr, summarize, summarize_rows
+    from cvb_engine.report import ReportNotes, ivr_markdown, markdown, records_csv, sandbox_label
+    from cvb_engine.results import (
+        ResultsFileError,
+        db_ivr_rows,
+        db_tallies,
+        export_results,
+        file_scoring_versions,
+        load_results_file,
+        rows_from_results,
+        run_scenario_ids,
+        scoring_versions,
+        write_json_atomic,
+        write_text_atomic,
+    )
+    from cvb_engine.store import Run, session_scope
+
     target = args.target
     if target and (target.endswith(".json") or Path(target).is_file()):
         try:
@@ -384,6 +393,9 @@ def cmd_studio(args: argparse.Namespace) -> int:
         "true",
         "--browser.gatherUsageStats",
         "false",
+        # no Deploy button (nor rerun / clear cache); the theme and print menu stay
+        "--client.toolbarMode",
+        "viewer",
     ]
     print(f"CVB Studio on http://{args.host}:{args.port}  (Ctrl-C stops it)", flush=True)
     try:
@@ -420,14 +432,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- main
 
 
-#: Subcommands defined in other modules, imported only when used: `cvb lint`
-#: should not pay for importing the openai client.
-PLUGINS: dict[str, str] = {
-    "run": "cvb_engine.runner",
-    "db": "cvb_engine.dbtools",
-    "serve-local": "cvb_engine.local",
-    "demo": "cvb_engine.local",
-    "audit": "cvb_engine.ivr",
+#: Subcommands defined in other modules, imported only when used (`cvb lint`
+#: should not pay for importing the openai client), with the first line of their
+#: handler's docstring, which `cvb --help` lists without importing them
+#: (tests/test_cli_help.py checks that the two agree).
+PLUGINS: dict[str, tuple[str, str]] = {
+    "run": (
+        "cvb_engine.runner",
+        "Run the benchmark matrix against an OpenAI-compatible endpoint.",
+    ),
+    "demo": (
+        "cvb_engine.local",
+        "The first-run demo: a small matrix against the bundled local model (or a preset).",
+    ),
+    "serve-local": (
+        "cvb_engine.local",
+        "Serve the bundled SmolLM2-135M model on 127.0.0.1 (OpenAI-compatible).",
+    ),
+    "db": ("cvb_engine.dbtools", "Store version, migrations and copying runs between stores."),
+    "audit": (
+        "cvb_engine.ivr",
+        "Audit the IVR pack: canonical solutions at IVR 0, reference solutions bite, no leaks.",
+    ),
 }
 
 
@@ -493,33 +519,56 @@ def build_parser(command_name: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _load_plugins(command_name)
-    for name, (setup, handler) in _COMMANDS.items():
-        doc = (handler.__doc__ or "").strip().splitlines()
+    commands = {name: handler.__doc__ or "" for name, (_, handler) in _COMMANDS.items()}
+    for name, (_, summary) in PLUGINS.items():
+        commands.setdefault(name, summary)  # listed, not imported: not the command given
+    for name, doc_text in commands.items():
+        doc = doc_text.strip().splitlines()
         p = sub.add_parser(
             name,
             help=doc[0] if doc else None,
             description=doc[0] if doc else None,
             formatter_class=_HelpFormatter,
         )
-        setup(p)
-        p.set_defaults(handler=handler)
+        if name in _COMMANDS:
+            setup, handler = _COMMANDS[name]
+            setup(p)
+            p.set_defaults(handler=handler)
+        else:
+            p.set_defaults(handler=_unloaded(name))
     return parser
 
 
+def _unloaded(name: str) -> Handler:
+    """The handler of a subcommand listed without its module; reached only when the
+    command name is not the first word (``main`` loads the module it names)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        raise CliError(f"put the command first: cvb {name} ...")
+
+    return handler
+
+
 def _load_plugins(command_name: str | None = None) -> None:
-    """Import the modules that add subcommands (they register on import): only the
-    one that defines ``command_name`` when it is known, all of them otherwise."""
+    """Import the module that adds ``command_name`` (it registers on import); none
+    when it is a core command or not a command at all."""
     import importlib
 
-    if command_name in _COMMANDS:
+    if command_name in _COMMANDS or command_name not in PLUGINS:
         return
-    modules = [PLUGINS[command_name]] if command_name in PLUGINS else sorted(set(PLUGINS.values()))
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    module = PLUGINS[command_name][0]
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+
+
+def _user_facing(exc: Exception) -> bool:
+    """A :class:`CliError`, or a ``StoreError`` (whose module is imported only by the
+    commands that open the store, so one that was never imported was never raised)."""
+    store = sys.modules.get("cvb_engine.store")
+    return isinstance(exc, CliError) or (store is not None and isinstance(exc, store.StoreError))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -529,7 +578,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
-    except (CliError, StoreError) as exc:
+    except Exception as exc:
+        if not _user_facing(exc):
+            raise
         # Messages quote servers (API error reasons), files and names: shown as text.
         print(f"cvb: {terminal_text(exc)}", file=sys.stderr)
         return 2

@@ -111,7 +111,7 @@ def _local_model() -> Finding:
 
 
 def _browser() -> Finding:
-    fix = "CVB_SETUP_BROWSER=1 scripts/setup.sh (Debian's chromium and Playwright)"
+    fix = "scripts/setup.sh (installs Debian's chromium and Playwright unless CVB_SETUP_BROWSER=0)"
     missing = []
     if not CHROMIUM.exists() and shutil.which("chromium") is None:
         missing.append("Chromium")

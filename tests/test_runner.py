@@ -321,6 +321,67 @@ def test_dry_run_variants(
     assert server.log == []
 
 
+@pytest.mark.parametrize(
+    ("key_env", "value", "line"),
+    [
+        (KEY_VAR, None, f"{KEY_VAR} is not set: the real run will refuse; export it first"),
+        (KEY_VAR, KEY, f"from {KEY_VAR}"),
+        ("", None, "none needed"),
+    ],
+    ids=["unset", "set", "no-key-endpoint"],
+)
+def test_dry_run_says_whether_the_key_is_set(
+    tmp_path: Path,
+    valid_text: str,
+    monkeypatch: pytest.MonkeyPatch,
+    key_env: str,
+    value: str | None,
+    line: str,
+) -> None:
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, per_category=1)
+    if value is None:
+        monkeypatch.delenv(KEY_VAR)
+    opts = options("http://127.0.0.1:9/v1", scenarios, f"sqlite:///{tmp_path / 'cvb.db'}")
+    opts.api_key_env, opts.run_id = key_env, None
+    buf = io.StringIO()
+    assert print_dry_run(BenchmarkRun(opts), out=buf) == 0
+    assert f"key        {line}" in buf.getvalue().splitlines()
+    assert KEY not in buf.getvalue()
+
+
+@pytest.mark.parametrize("tty", [False, True], ids=["plain", "tty"])
+def test_the_last_progress_line_is_printed_once(tty: bool) -> None:
+    buf = io.StringIO()
+    show = runner.TerminalProgress(buf, tty=tty)
+    p = runner.Progress(total=3)
+    for _ in range(3):
+        p.ok += 1
+        show(p)
+        time.sleep(0.11 if tty else 0)  # past the bar's redraw interval
+    show(p, final=True)
+    text = buf.getvalue()
+    finals = text.count("3/3")
+    assert finals == 1, text
+    assert text.endswith("\n")
+
+
+def test_a_resume_with_nothing_to_send_says_the_run_is_complete(
+    tmp_path: Path, valid_text: str, server: FakeOpenAI
+) -> None:
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, per_category=1, categories=CVB_CATEGORIES[:1])
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    args = ["run", "--models", "m-a", "--runs", "1", "--arms", "cold", "--run-id", "again"]
+    first = cvb([*args, *cli_args(server.base_url, scenarios, db)], tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count("progress 1/1 (100%)") == 1, first.stderr  # not twice
+    again = cvb([*args, *cli_args(server.base_url, scenarios, db)], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "nothing to send: run again is complete" in again.stdout
+    assert "progress 0/0" not in again.stderr
+
+
 # --------------------------------------------------------------------------- full run
 
 

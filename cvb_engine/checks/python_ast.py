@@ -3227,6 +3227,31 @@ def _describe_call(call: _Call, where: Where | None, analysis: _Analysis) -> str
     return f"{name}({', '.join(parts)}){on}"
 
 
+def _describe_conditions(conditions: dict[str, Any]) -> str:
+    """``where`` conditions as a reader writes them, not as Python prints a dict:
+    ``missing keyword timeout``, ``keyword shell=True``, ``keyword in mode=w or a``."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, list | tuple):
+            return " or ".join(value(x) for x in v)
+        return repr(v)
+
+    parts = []
+    for key, given in conditions.items():
+        label = key.replace("_", " ")
+        if isinstance(given, dict):
+            parts.append(f"{label} " + ", ".join(f"{k}={value(v)}" for k, v in given.items()))
+        elif isinstance(given, list):
+            parts.append(f"{label} " + ", ".join(value(v) for v in given))
+        elif given is True:
+            parts.append(label)
+        else:
+            parts.append(f"{label} {value(given)}")
+    return "; ".join(parts)
+
+
 _DESCRIBED: dict[int, tuple[Params, str]] = {}
 
 
@@ -3237,7 +3262,7 @@ def _describe_names(params: Params) -> str:
     names = ", ".join(params.names)
     if params.where is not None:
         conditions = params.where.model_dump(exclude_defaults=True)
-        names = f"{names} where {conditions}"
+        names = f"{names} where {_describe_conditions(conditions)}"
     if len(_DESCRIBED) > 4096:
         _DESCRIBED.clear()
     _DESCRIBED[id(params)] = (params, names)

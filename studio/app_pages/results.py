@@ -26,11 +26,15 @@ from cvb_engine import build_messages, load_file, messages_sha256
 from cvb_engine import queries as q
 from cvb_engine.metrics import IVRSummary, Rate, Summary
 from cvb_engine.report import (
+    MEMORY_NOTE,
     OUTCOMES_NOTE,
     ReportNotes,
     fmt_gap,
     ivr_markdown,
     markdown,
+    memory_channel_table,
+    memory_curve_table,
+    memory_position_table,
     records_csv,
 )
 from cvb_engine.report_html import ARM_COLORS, html_report
@@ -41,11 +45,12 @@ from studio.components import charts
 from studio.components.code_view import Mark, code_html
 from studio.components.text import block, plain, unlinked
 
-OVERVIEW, BREAKDOWNS, SIDE, COMPARE, IVR, EXPORTS = (
+OVERVIEW, BREAKDOWNS, SIDE, COMPARE, MEMORY, IVR, EXPORTS = (
     "Overview",
     "Breakdowns",
     "Side by side",
     "Compare runs",
+    "Memory",
     "IVR",
     "Exports",
 )
@@ -55,7 +60,8 @@ CELL_CACHE: dict[str, Any] = {"max_entries": 64, "ttl": 3600, "show_spinner": Fa
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 CSS = """<style>
 .cvb-badges{display:flex;flex-wrap:wrap;gap:6px;margin:2px 0 6px;font-family:system-ui,sans-serif}
-.cvb-badge{font-size:12px;border-radius:12px;padding:2px 10px;border:1px solid;white-space:nowrap}
+.cvb-badge{font-size:12px;border-radius:12px;padding:2px 10px;border:1px solid;max-width:100%;
+  overflow-wrap:anywhere}
 .cvb-badge.ok{color:#1a7f37;background:#dafbe1;border-color:#aceebb}
 .cvb-badge.bad{color:#cf222e;background:#ffebe9;border-color:#ffcecb}
 .cvb-badge.err{color:#9a6700;background:#fff8c5;border-color:#eac54f}
@@ -202,6 +208,14 @@ def rate_columns(arms: Sequence[str], fmt: str = "%.3f") -> dict[str, Any]:
     }
 
 
+def downloaded(file_name: str) -> None:
+    """Say that the export went to the browser (a download button shows nothing else)."""
+    st.toast(
+        f"{plain(file_name)} was built and handed to your browser: see its downloads.",
+        icon=":material/download_done:",
+    )
+
+
 def chart(fig: Any, key: str) -> None:
     st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, width="stretch")
 
@@ -215,9 +229,12 @@ url = state.db_url()
 runs = runs_list(url)
 if not runs:
     st.info(
-        "No runs in this store yet. Start one on the **Run** page, or from a shell with "
-        "`cvb run --scenarios scenarios`; its results appear here as they are stored."
+        "No runs in this store yet. To get one, run `cvb demo` in a terminal (a small "
+        "benchmark against the bundled local model: a few minutes, no key), or start a run on "
+        "the **Run** page; its results appear here as they are stored.",
+        icon=":material/rocket_launch:",
     )
+    st.page_link("app_pages/run.py", label="Open the Run page", icon=":material/play_circle:")
     st.stop()
 
 by_id = {r.id: r for r in runs}
@@ -270,7 +287,12 @@ if not summary.models:
     st.warning("These runs have no scored records yet.")
     st.stop()
 
-views = [OVERVIEW, BREAKDOWNS, SIDE, COMPARE] + ([IVR] if has_ivr else []) + [EXPORTS]
+views = (
+    [OVERVIEW, BREAKDOWNS, SIDE, COMPARE]
+    + ([MEMORY] if summary.memory else [])
+    + ([IVR] if has_ivr else [])
+    + [EXPORTS]
+)
 if ss.get("results_view") not in views:
     ss["results_view"] = OVERVIEW
 tabs = dict(
@@ -804,6 +826,29 @@ if tabs[COMPARE].open:
                 )
                 st.caption(" · ".join(notes) + ". Gap rows: A n / B n show each gap's 95% CI.")
 
+# --------------------------------------------------------------------------- memory
+
+if MEMORY in tabs and tabs[MEMORY].open:
+    with tabs[MEMORY]:
+        st.caption(MEMORY_NOTE)
+        chart(charts.memory_curve(summary), "results_fig_memory")
+        for title, (header, table) in (
+            ("Adherence versus memory size: strict accuracy [95% CI]", memory_curve_table(summary)),
+            (
+                "Position of the constraints: strict accuracy [95% CI]",
+                memory_position_table(summary),
+            ),
+            ("Channels: gap to mandated [95% CI]", memory_channel_table(summary)),
+        ):
+            if table:
+                st.markdown(f"##### {title}")
+                # cells are cvb's figures and labels but for the model id: a dataframe shows text
+                st.dataframe(
+                    [dict(zip(header, row, strict=True)) for row in table],
+                    hide_index=True,
+                    width="stretch",
+                )
+
 # --------------------------------------------------------------------------- IVR
 
 if IVR in tabs and tabs[IVR].open:
@@ -856,7 +901,8 @@ if tabs[EXPORTS].open:
             mime="text/markdown",
             key="results_dl_md",
             icon=":material/description:",
-            on_click="ignore",
+            on_click=downloaded,
+            args=(f"{stem}.md",),
             width="stretch",
         )
         e2.download_button(
@@ -866,7 +912,8 @@ if tabs[EXPORTS].open:
             mime="application/json",
             key="results_dl_json",
             icon=":material/data_object:",
-            on_click="ignore",
+            on_click=downloaded,
+            args=(f"{export_run}.json",),
             width="stretch",
         )
         e3.download_button(
@@ -876,7 +923,8 @@ if tabs[EXPORTS].open:
             mime="text/csv",
             key="results_dl_csv",
             icon=":material/table:",
-            on_click="ignore",
+            on_click=downloaded,
+            args=(f"{export_run}.csv",),
             width="stretch",
         )
         e4.download_button(
@@ -886,7 +934,8 @@ if tabs[EXPORTS].open:
             mime="text/html",
             key="results_dl_html",
             icon=":material/web:",
-            on_click="ignore",
+            on_click=downloaded,
+            args=(f"{stem}.html",),
             width="stretch",
         )
         st.caption(

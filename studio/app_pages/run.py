@@ -31,6 +31,7 @@ from cvb_engine.scenario import discover
 from cvb_engine.store import Run
 from studio import launcher, state
 from studio.components.text import block, plain
+from studio.launcher import counted
 
 REFRESH_S = 2.0
 MAX_RUNS = 6  # runs shown in the live panel; the Results page has them all
@@ -90,7 +91,12 @@ except EndpointError as exc:
     st.code(block(exc), language=None, wrap_lines=True)
     st.stop()
 user_presets = sorted(n for n, e in presets.items() if not e.builtin)
-ss.setdefault("run_endpoint", user_presets[0] if user_presets else "groq")
+if "run_endpoint" not in ss:
+    # Start where the user is: the endpoint of the newest stored run (after `cvb demo`,
+    # the local model), else their own first preset, else groq.
+    with Session(state.engine()) as session:
+        latest = launcher.latest_run_endpoint(session, presets)
+    ss.run_endpoint = latest or (user_presets[0] if user_presets else "groq")
 if ss.run_endpoint not in presets:
     ss.run_endpoint = next(iter(sorted(presets)))
 endpoint = presets[ss.run_endpoint]
@@ -324,7 +330,16 @@ if key_problem:
         icon=":material/key_off:",
     )
 elif not endpoint.api_key_env:
-    st.info("This endpoint needs no key (a local server).", icon=":material/key_off:")
+    st.info(
+        "This endpoint needs no key (a local server)."
+        + (
+            " The bundled model answers only while `cvb serve-local` (or `cvb demo`) runs: "
+            "**Probe** tells whether it does."
+            if launcher.is_local(endpoint)
+            else ""
+        ),
+        icon=":material/key_off:",
+    )
 elif key_ok:
     st.success(
         f"Key variable `{endpoint.api_key_env}` is set in the studio's environment. "
@@ -340,6 +355,8 @@ if probed and probed[0] == endpoint.name and probed[1] == endpoint.base_url:
     probe = probed[2]
 if probe is not None and probe.error:
     st.error("Probe failed: " + plain(probe.error, limit=2000, multiline=True))
+    if advice := launcher.probe_advice(endpoint, probe):
+        st.info(advice, icon=":material/lightbulb:")
 elif probe is not None:
     offered = sum(ok for _, ok in probe.preferred)
     st.success(
@@ -491,6 +508,10 @@ if library_error:
     problems.append("the scenarios do not load")
 if not chosen_any:
     problems.append("choose at least one category or scenario")
+if probe is not None and probe.error:
+    problems.append(
+        "the last probe of this endpoint failed (see 1 · Endpoint): probe it again once it answers"
+    )
 if key_problem:
     problems.append(key_problem)
 elif endpoint.api_key_env and not key_ok:
@@ -568,7 +589,7 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
     label, color, icon = STATE_BADGES[p.state]
     with st.container(border=True, key=f"run_card_{p.run_id}"):
         head, badge = st.columns([5, 1], vertical_alignment="center")
-        endpoint_name = p.params.get("endpoint") or p.params.get("base_url") or "?"
+        endpoint_name = launcher.endpoint_label(p.params, presets)
         head.markdown(
             f"**{plain(p.run_id)}** · {plain(endpoint_name)} · "
             + ", ".join(plain(m) for m in p.models)
@@ -576,8 +597,9 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
         badge.badge(label, color=color, icon=icon)
         where = f" · on {plain(p.host)}" + (f" (pid {p.pid})" if p.pid else "") if p.host else ""
         st.caption(
-            f"started {p.created:%Y-%m-%d %H:%M} UTC · {p.n_scenarios} scenarios × {len(p.arms)} arms × "
-            f"{plain(p.params.get('runs', '?'))} repetitions × {len(p.models)} models · temperature "
+            f"started {p.created:%Y-%m-%d %H:%M} UTC · {counted(p.n_scenarios, 'scenario')} × "
+            f"{counted(len(p.arms), 'arm')} × {plain(counted(p.params.get('runs', '?'), 'repetition'))}"
+            f" × {counted(len(p.models), 'model')} · temperature "
             f"{plain(p.params.get('temperature', '?'))}{where}"
             + (f" · note: {plain(p.note)}" if p.note else "")
         )

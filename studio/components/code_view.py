@@ -40,14 +40,15 @@ CSS = """
 <style>
 .cvb-code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:13px;line-height:1.45;
   background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:6px 0;overflow-x:auto;margin:0}
-.cvb-code .ln{display:inline-block;width:3em;color:#8c959f;text-align:right;padding-right:10px;user-select:none}
-.cvb-code .row{white-space:pre;padding-right:8px}
+.cvb-code .ln{flex:none;width:3em;color:#8c959f;text-align:right;padding-right:10px;user-select:none}
+.cvb-code .row{display:flex;padding-right:8px}
+.cvb-code .src{flex:1;min-width:0;white-space:pre-wrap;word-break:break-all}
 .cvb-code .row.hit{background:#ffebe9}
 .cvb-code .row.ok{background:#e6ffec}
 .cvb-code mark.v{background:#ffb3ad;border-bottom:2px solid #cf222e;border-radius:2px;padding:0}
 .cvb-code mark.m{background:#abf2bc;border-bottom:2px solid #1a7f37;border-radius:2px;padding:0}
 .cvb-code .tag{display:inline-block;margin-left:12px;font-size:11px;color:#fff;background:#cf222e;
-  border-radius:9px;padding:0 7px;font-family:system-ui,sans-serif}
+  border-radius:9px;padding:0 7px;font-family:system-ui,sans-serif;max-width:100%}
 .cvb-code .tag.m{background:#1a7f37}
 </style>
 """
@@ -93,7 +94,9 @@ def code_html(
         row_class = ""
         if line_marks:
             row_class = " hit" if any(m.violation for m in line_marks) else " ok"
-        parts = [f'<span class="ln">{number}</span>']
+        # A long line wraps inside its own box (.src), never under the line number,
+        # and its check tags wrap with it instead of running out of a narrow column.
+        parts = [f'<span class="ln">{number}</span><span class="src">']
         i = 0
         while i < len(line):
             j = i
@@ -121,12 +124,14 @@ def code_html(
             parts.append(
                 f'<span class="{cls}" data-check="{html.escape(label, quote=True)}">⚑ {html.escape(label)}</span>'
             )
+        parts.append("</span>")
         out.append(f'<div class="row{row_class}" data-line="{number}">{"".join(parts)}</div>')
         offset += len(line) + 1
     if hidden:
         out.append(
-            f'<div class="row" data-cut="{hidden}"><span class="ln">…</span>'
-            f"{hidden:,} more characters not shown here (the record holds them: export it)</div>"
+            f'<div class="row" data-cut="{hidden}"><span class="ln">…</span><span class="src">'
+            f"{hidden:,} more characters not shown here (the record holds them: export it)"
+            "</span></div>"
         )
     out.append("</pre>")
     return "".join(out)

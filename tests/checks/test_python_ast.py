@@ -1583,8 +1583,18 @@ REASONS = [
     pytest.param(
         {"rule": "require-call", "names": GET, "where": {"keyword": {"timeout": 5}}},
         "import requests\nrequests.get(u)\n",
-        "missing required call: requests.get where {'keyword': {'timeout': 5}}",
+        "missing required call: requests.get where keyword timeout=5",
         id="missing-required-call-where",
+    ),
+    pytest.param(
+        {
+            "rule": "forbid-call",
+            "names": GET,
+            "where": {"missing_keyword": ["timeout"], "inside": "loop", "through_calls": True},
+        },
+        "import requests\nrequests.get(u, timeout=5)\n",
+        "no call to requests.get where missing keyword timeout; inside loop; through calls",
+        id="no-call-where-reads-as-text",
     ),
     pytest.param(
         {"rule": "require-call", "names": ["httpx.get"]},

@@ -1,4 +1,9 @@
-"""What the real-browser tests share: Debian's chromium, free ports, starting and stopping the studio."""
+"""What the real-browser tests share: Debian's chromium, free ports, starting and stopping the studio.
+
+Without chromium or Playwright a browser test is skipped with the reason; with
+``CVB_REQUIRE_BROWSER=1`` (set by ``.ci/run``, as ``CVB_REQUIRE_PG=1`` is) it
+fails instead, so CI never passes with the browser tests left out.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,25 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 STARTUP_S = 60
+REQUIRE_ENV = "CVB_REQUIRE_BROWSER"
+
+
+def require_browser() -> None:
+    """Skip the calling test when chromium or Playwright is missing (fail under
+    ``CVB_REQUIRE_BROWSER=1``)."""
+    import importlib.util
+
+    missing = []
+    if not CHROMIUM.exists():
+        missing.append(f"{CHROMIUM} not found")
+    if importlib.util.find_spec("playwright") is None:
+        missing.append("playwright is not installed")
+    if not missing:
+        return
+    reason = "; ".join(missing) + " (scripts/setup.sh installs both unless CVB_SETUP_BROWSER=0)"
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1: {reason}")
+    pytest.skip(reason)
 
 
 def free_port() -> int:

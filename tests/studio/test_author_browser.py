@@ -1,8 +1,8 @@
 """The Author page in a real browser: ``cvb studio`` driven by Playwright through Debian's chromium.
 
-Setup: ``CVB_SETUP_BROWSER=1 scripts/setup.sh`` (what ``.ci/run`` does) installs
+Setup: ``scripts/setup.sh`` (what ``.ci/run`` does) installs
 ``chromium`` and ``playwright`` (no browser download). Without them the test
-is skipped with the reason. Screenshots go to ``test-artifacts/`` (git-ignored).
+is skipped with the reason (a failure under ``CVB_REQUIRE_BROWSER=1``, as in CI). Screenshots go to ``test-artifacts/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, stop, wait_healthy
+from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -31,9 +31,7 @@ UI_TIMEOUT_MS = 30_000
 @pytest.fixture
 def studio(scenario_dir: Path, tmp_path: Path) -> Iterator[str]:
     """``cvb studio`` on a free port over a temporary library and store; yields its URL."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found (CVB_SETUP_BROWSER=1 scripts/setup.sh installs it)")
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    require_browser()
     port = free_port()
     cvb = shutil.which("cvb")
     command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]

@@ -1,13 +1,15 @@
 """The Results page in a real browser: ``cvb studio`` driven by Playwright through Debian's chromium.
 
 The store is filled by a real run against the loopback fake endpoint
-(``fill_store`` in ``test_results_page.py``). Setup: ``CVB_SETUP_BROWSER=1
-scripts/setup.sh`` installs ``chromium`` and ``playwright``; without them the
-test is skipped with the reason. Screenshots go to ``test-artifacts/``.
+(``fill_store`` in ``test_results_page.py``). Setup: ``scripts/setup.sh``
+installs ``chromium`` and ``playwright``; without them the test is skipped with
+the reason (a failure under ``CVB_REQUIRE_BROWSER=1``, as in CI). Screenshots go
+to ``test-artifacts/``.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, stop, wait_healthy
+from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser, stop, wait_healthy
 from test_results_page import RUN_ID_B, Filled, fill_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,9 +55,7 @@ def select(page: Any, key: str, choice: str) -> None:
 @pytest.fixture
 def studio(tmp_path: Path) -> Iterator[tuple[str, Filled]]:
     """``cvb studio`` on a free port over a store filled by a real run; yields its URL."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found (CVB_SETUP_BROWSER=1 scripts/setup.sh installs it)")
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    require_browser()
     filled = fill_store(tmp_path, two_runs=True)
     port = free_port()
     cvb = shutil.which("cvb")
@@ -103,6 +103,13 @@ def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Pa
             assert page.locator(".st-key-results_fig_arms .bars path").count() == 6
             page.wait_for_selector('[data-testid="stDataFrame"] canvas')
             expect(page.get_by_text("PUBLISHED", exact=True)).to_be_visible()
+            # The published figure's model labels are broken into lines, never overlapping.
+            ticks = page.locator(".st-key-results_fig_published .xtick text")
+            boxes = [ticks.nth(i).bounding_box() for i in range(ticks.count())]
+            boxes = sorted((b for b in boxes if b), key=lambda b: b["x"])
+            assert len(boxes) >= 2, boxes
+            for left, right in itertools.pairwise(boxes):
+                assert left["x"] + left["width"] <= right["x"] + 1, (left, right)
             time.sleep(1.5)  # dataframes draw on their canvas a moment after the text
             page.screenshot(path=str(ARTIFACTS / "results-overview.png"))
 
@@ -124,6 +131,20 @@ def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Pa
             label = page.locator('[data-check="httpx-not-requests/regex-0"]').first
             expect(label).to_be_visible()
             expect(page.locator("mark.v").first).to_be_visible()
+            # Long lines wrap inside their column: no code view scrolls sideways.
+            clipped = page.evaluate(
+                "[...document.querySelectorAll('.cvb-code')]"
+                ".filter(e => e.scrollWidth > e.clientWidth + 1).length"
+            )
+            assert clipped == 0
+            # ... and so do the check labels on marked lines.
+            outside = page.evaluate(
+                "[...document.querySelectorAll('.cvb-code .tag')].filter(t => {"
+                " const box = t.closest('.cvb-code').getBoundingClientRect();"
+                " const r = t.getBoundingClientRect();"
+                " return r.left < box.left - 1 || r.right > box.right + 1; }).length"
+            )
+            assert outside == 0
             expect(page.locator('[data-constraint="timeout-set"]').first).to_contain_text(
                 "violated"
             )
@@ -145,6 +166,7 @@ def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Pa
             page.get_by_role("tab", name="Exports").click()
             with page.expect_download() as download:
                 page.locator(".st-key-results_dl_html button").click()
+            expect(page.get_by_text("handed to your browser")).to_be_visible()  # feedback
             report = tmp_path / "report.html"
             download.value.save_as(report)
             text = report.read_text(encoding="utf-8")

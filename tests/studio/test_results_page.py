@@ -673,3 +673,20 @@ def test_the_csv_export_neutralizes_formula_cells(
     assert len(rows) == 84
     cells = [r[column] for r in rows]
     assert "'" + value in cells and value not in cells
+
+
+def test_an_empty_store_says_how_to_get_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CVB_DATABASE_URL", f"sqlite:///{tmp_path / 'cvb.db'}")
+    monkeypatch.setenv("CVB_SCENARIOS", str(tmp_path / "scenarios"))
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+        at.switch_page("app_pages/results.py")
+        run(at)
+        said = "\n".join(str(i.value) for i in at.info)
+        assert "`cvb demo`" in said and "**Run** page" in said
+        assert not at.get("plotly_chart") and not at.dataframe  # no empty charts
+        assert at.get("page_link")  # to the Run page
+    finally:
+        dispose_engines()

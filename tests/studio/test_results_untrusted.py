@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, stop, wait_healthy
+from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser, stop, wait_healthy
 from markdown_support import HOSTILE, assert_inert, shown
 from test_results_page import APP, KEY_VAR, TIMEOUT_S, write_scenarios
 
@@ -138,9 +138,7 @@ def test_charts_escape_model_names(store: Any) -> None:
 
 @pytest.fixture
 def studio(hostile: tuple[str, Path], tmp_path: Path) -> Iterator[str]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found (CVB_SETUP_BROWSER=1 scripts/setup.sh installs it)")
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    require_browser()
     port = free_port()
     cvb = shutil.which("cvb")
     command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]

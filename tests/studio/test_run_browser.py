@@ -4,7 +4,7 @@ A fake OpenAI-compatible endpoint runs as a process (``tests/fake_openai.py``);
 the test adds it as an endpoint on the page, probes it, launches a run and
 waits for the live panel — which refreshes by itself — to show it finished.
 
-Setup: ``CVB_SETUP_BROWSER=1 scripts/setup.sh`` installs ``chromium`` and
+Setup: ``scripts/setup.sh`` installs ``chromium`` and
 ``playwright`` (no browser download); without them the test is skipped.
 Screenshots go to ``test-artifacts/`` (git-ignored).
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, STARTUP_S, free_port, stop
+from browser_support import CHROMIUM, CHROMIUM_ARGS, STARTUP_S, free_port, require_browser, stop
 
 from cvb_engine import score_code
 from cvb_engine.prompts import build_messages
@@ -97,9 +97,7 @@ def fake_endpoint(tmp_path: Path, library: Path) -> Iterator[str]:
 @pytest.fixture
 def studio(tmp_path: Path, library: Path) -> Iterator[str]:
     """``cvb studio`` on a free port over the temporary library, store and endpoint file."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found (CVB_SETUP_BROWSER=1 scripts/setup.sh installs it)")
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    require_browser()
     port = free_port()
     cvb = shutil.which("cvb")
     command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]

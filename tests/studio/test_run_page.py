@@ -288,6 +288,8 @@ def test_endpoints_add_edit_remove_and_key_messages(
     assert not at.button(key="run_launch").disabled
     click(at, "run_probe_button")
     assert f"cannot reach {unreachable}" in texts(at)
+    assert at.button(key="run_launch").disabled  # until a probe succeeds
+    assert "The last probe of this endpoint failed" in texts(at)
 
     # Built-in endpoints cannot be removed; the user's can.
     at.selectbox(key="run_ep_edit").select("groq")
@@ -332,7 +334,7 @@ def test_probe_dry_run_launch_watch_and_retry_errors(studio: Path) -> None:
         at.number_input(key="run_attempts").set_value(1)
         run(at)
         assert "#### 12 calls" in texts(at)
-        assert "2 scenarios × 3 arms × 1 repetitions × 2 models = 12 calls" in texts(at)
+        assert "2 scenarios × 3 arms × 1 repetition × 2 models = 12 calls" in texts(at)
         assert "library-choice 1, security 1" in texts(at)
         assert chats(server) == 0
         assert at.button(key="run_launch").label == "Launch 12 calls"
@@ -392,7 +394,7 @@ def test_a_launch_that_cannot_start_says_why(studio: Path) -> None:
         at.multiselect(key="run_models").set_value(["llama-3.1-8b-instnt"])
         at.number_input(key="run_runs").set_value(1)
         run(at)
-        assert "2 scenarios × 3 arms × 1 repetitions × 1 models = 6 calls" in texts(at)
+        assert "2 scenarios × 3 arms × 1 repetition × 1 model = 6 calls" in texts(at)
         rid = launched_id(click(at, "run_launch"))
         poll(
             at,
@@ -521,7 +523,7 @@ def test_a_died_run_is_shown_as_died_and_resumes(studio: Path) -> None:
         at = open_page()
         assert run_state(at, "crashed") == "died"
         assert f"process {gone.pid}" in texts(at) and "is gone" in texts(at)
-        assert "3 scenarios × 3 arms × 1 repetitions × 1 models" in texts(at)
+        assert "3 scenarios × 3 arms × 1 repetition × 1 model" in texts(at)
         assert "6 / 9 cells (67%)" in progress_text(at)
         assert at.button(key="run_resume_crashed").label == "Resume (3 missing)"
         assert not [b for b in at.button if b.key == "run_cancel_crashed"]
@@ -571,6 +573,41 @@ class _HostileCatalog:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def test_after_a_local_demo_the_page_opens_on_the_local_endpoint(studio: Path) -> None:
+    scenarios = studio / "scenarios"
+    with FakeOpenAI(["smollm2-135m"], reply=sample_replies(scenarios)) as server:
+        # The local preset, pointed at the fake server; the run sent as older demos
+        # were (--base-url, no key), so it is stored under the name "custom".
+        save_preset(Endpoint("local", server.base_url, "", ["smollm2-135m"]))
+        opts = RunOptions(
+            scenarios=str(scenarios),
+            models=["smollm2-135m"],
+            runs=1,
+            base_url=server.base_url,
+            api_key_env="",
+            run_id="demo-local",
+            db=db(studio),
+        )
+        asyncio.run(BenchmarkRun(opts).execute())
+        with Session(get_engine(db(studio))) as session:
+            stored = session.get(Run, "demo-local")
+            assert stored is not None and stored.params["endpoint"] == "custom"
+
+        at = open_page()
+        assert at.selectbox(key="run_endpoint").value == "local"
+        assert "This endpoint needs no key" in texts(at)
+        assert not [w for w in at.warning if "not set" in str(w.value)]
+        card = "\n".join(str(m.value) for m in at.markdown if "demo-local" in str(m.value))
+        assert "· local ·" in card and "custom" not in card
+        assert "2 scenarios × 3 arms × 1 repetition × 1 model" in texts(at)
+    # The server is gone: probing it says how to start it, and Launch waits for a probe.
+    click(at, "run_probe_button")
+    assert "Probe failed" in texts(at)
+    advice = [str(i.value) for i in at.info if "is not running" in str(i.value)]
+    assert advice and "`cvb serve-local`" in advice[0]
+    assert at.button(key="run_launch").disabled
 
 
 def test_probe_errors_and_catalogs_from_the_server_are_shown_as_text(studio: Path) -> None:
