@@ -564,7 +564,7 @@ class RunOutcome:
     status: str
 
 
-def _pool_path(scenarios: str) -> Path:
+def pool_path(scenarios: str) -> Path:
     """The memory pool of a scenario library: its ``memory/pool.yaml``, else the shipped one."""
     root = Path(scenarios)
     own = (root if root.is_dir() else root.parent) / "memory" / "pool.yaml"
@@ -605,7 +605,7 @@ class BenchmarkRun:
         if not variants:
             raise RunError(f"no arms to run; the seed arms are {', '.join(ARMS)}")
         self.arms = arm_order(variants)  # one set of arms, one matrix, whatever the order given
-        self.arm_context = ArmContext(_pool_path(options.scenarios))
+        self.arm_context = ArmContext(pool_path(options.scenarios))
         if (
             options.runs < 1
             or options.concurrency < 1

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ from sqlmodel import Session, col, select
 from cvb_engine import ARMS, LoadedScenario, ScenarioError, load_library
 from cvb_engine import new_run_id as new_run_id  # the run page names runs with these
 from cvb_engine import run_id_problem as run_id_problem
+from cvb_engine.arms import ArmContext, ArmError, arm_order, expand_sweep, parse_arms
 from cvb_engine.endpoints import (
     BUILTIN,
     DEFAULT_MODEL_COUNT,
@@ -55,8 +56,15 @@ from cvb_engine.endpoints import (
     read_key,
 )
 from cvb_engine.monitor import RunProgress, process_alive, this_host
-from cvb_engine.prompts import PROMPT_VERSION
-from cvb_engine.runner import DEFAULTS, Matrix, RunError, probe_catalog, select_scenarios
+from cvb_engine.prompts import PROMPT_VERSION, build_messages
+from cvb_engine.runner import (
+    DEFAULTS,
+    Matrix,
+    RunError,
+    pool_path,
+    probe_catalog,
+    select_scenarios,
+)
 from cvb_engine.store import Run
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -182,6 +190,21 @@ def counted(n: object, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def sweep_arms(
+    loads: Sequence[int], positions: Sequence[str], channels: Sequence[str]
+) -> list[str]:
+    """The incentivized variants of a memory sweep (what ``--memory-sweep`` expands to);
+    none when no load is chosen. An empty positions or channels list keeps the default."""
+    if not loads:
+        return []
+    specs = [f"load={','.join(str(n) for n in loads)}"]
+    if positions:
+        specs.append(f"position={','.join(positions)}")
+    if channels:
+        specs.append(f"channel={','.join(channels)}")
+    return expand_sweep(specs)
+
+
 def preview(spec: LaunchSpec, library: dict[str, LoadedScenario]) -> Preview:
     """What ``cvb run --dry-run`` reports for ``spec``: the same scenario selection."""
     problems: list[str] = []
@@ -192,13 +215,25 @@ def preview(spec: LaunchSpec, library: dict[str, LoadedScenario]) -> Preview:
         problems.append(str(exc))
     if not spec.arms:
         problems.append("choose at least one arm")
+    try:
+        arms = arm_order(parse_arms(spec.arms))  # the matrix's arms, as cvb run orders them
+        first = next(iter(chosen.values()), None)
+        if first is not None:  # a load beyond the pool, say: found now, not at launch
+            context = ArmContext(pool_path(spec.scenarios))
+            for arm in arms:
+                build_messages(first.scenario, arm, context)
+    except ArmError as exc:
+        arms = []
+        problems.append(str(exc))
+    except (OSError, ScenarioError) as exc:
+        problems.append(f"memory pool: {exc}")
     models = list(spec.models) or list(MODEL_PREFERENCE[:DEFAULT_MODEL_COUNT])
     by_cat = Counter(item.scenario.category for item in chosen.values())
-    calls = len(chosen) * len(spec.arms) * spec.runs * len(models)
+    calls = len(chosen) * len(arms) * spec.runs * len(models)
     return Preview(
         scenarios=sorted(chosen),
         by_category=dict(sorted(by_cat.items())),
-        arms=[a for a in ARMS if a in spec.arms],
+        arms=arms,
         runs=spec.runs,
         models=models,
         models_known=bool(spec.models),

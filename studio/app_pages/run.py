@@ -16,6 +16,7 @@ from sqlmodel import Session
 
 from cvb_engine import ARMS, CVB_CATEGORIES, LoadedScenario, ScenarioError, load_library
 from cvb_engine import monitor as mon
+from cvb_engine.arms import arm_order
 from cvb_engine.endpoints import (
     MODEL_PREFERENCE,
     Endpoint,
@@ -36,6 +37,9 @@ from studio.launcher import counted
 REFRESH_S = 2.0
 MAX_RUNS = 6  # runs shown in the live panel; the Results page has them all
 NEW = "➕ New endpoint"
+SWEEP_LOADS = [0, 10, 25, 50, 100, 200, 350]
+SWEEP_POSITIONS = ["start", "middle", "end", "spread"]
+SWEEP_CHANNELS = ["inline", "system", "file", "history"]
 ARM_HELP = (
     "cold: the task alone · mandated: the task with the constraints as explicit orders · "
     "incentivized: the constraints as past decisions in project memory, never as orders"
@@ -103,6 +107,9 @@ endpoint = presets[ss.run_endpoint]
 ss.setdefault("run_models", list(endpoint.models))
 ss.setdefault("run_pick_mode", "By category")
 ss.setdefault("run_arms", list(ARMS))
+ss.setdefault("run_sweep_loads", [])
+ss.setdefault("run_sweep_positions", [])
+ss.setdefault("run_sweep_channels", [])
 ss.setdefault("run_runs", 3)
 ss.setdefault("run_temperature", 0.0)
 ss.setdefault("run_max_tokens", 1024)
@@ -203,7 +210,10 @@ def current_spec(run_id: str) -> launcher.LaunchSpec:
         models=tuple(ss.run_models),
         categories=tuple(ss.run_categories) if by_category else (),
         only=() if by_category else tuple(ss.run_only),
-        arms=tuple(a for a in ARMS if a in ss.run_arms),
+        arms=tuple(a for a in ARMS if a in ss.run_arms)
+        + tuple(
+            launcher.sweep_arms(ss.run_sweep_loads, ss.run_sweep_positions, ss.run_sweep_channels)
+        ),
         runs=int(ss.run_runs),
         temperature=float(ss.run_temperature),
         max_tokens=int(ss.run_max_tokens),
@@ -464,6 +474,16 @@ else:
     )
     chosen_any = bool(ss.run_only)
 st.multiselect("Arms", list(ARMS), key="run_arms", help=ARM_HELP)
+with st.expander("Memory sweep (incentivized variants)", expanded=bool(ss.run_sweep_loads)):
+    st.caption(
+        "Adds an incentivized variant for every combination: the constraints among `load` "
+        "distractor notes from the project-memory pool, at a position, through a channel. "
+        "No load chosen: no variant. The call count below follows."
+    )
+    w1, w2, w3 = st.columns(3)
+    w1.multiselect("Loads", SWEEP_LOADS, key="run_sweep_loads", placeholder="no sweep")
+    w2.multiselect("Positions", SWEEP_POSITIONS, key="run_sweep_positions", placeholder="spread")
+    w3.multiselect("Channels", SWEEP_CHANNELS, key="run_sweep_channels", placeholder="inline")
 c1, c2, c3, c4 = st.columns(4)
 c1.number_input("Repetitions", min_value=1, max_value=50, step=1, key="run_runs")
 c2.number_input(
@@ -564,7 +584,7 @@ show_flash("run_launch_flash")
 
 
 def accuracy_table(rows: list[mon.ArmAccuracy]) -> pd.DataFrame:
-    arms = [a for a in ARMS if any(r.arm == a for r in rows)]
+    arms = arm_order({r.arm for r in rows})  # seed arms first, then memory variants
     table: dict[str, dict[str, str]] = {}
     for r in rows:
         cell = "–" if r.rate.value is None else f"{r.rate.value:.0%} ({r.rate.k}/{r.rate.n})"

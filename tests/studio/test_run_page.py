@@ -706,3 +706,62 @@ def test_the_run_id_follows_the_engine_rule(studio: Path, run_id: str, accepted:
     assert (refused in warnings) is not accepted, warnings
     if not accepted:
         assert at.button(key="run_launch").disabled
+
+
+def test_a_memory_sweep_adds_variants_and_the_call_count_follows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The Run page's sweep builder: loads × positions × channels become incentivized
+    variants in the preview, and the live call count multiplies by the arms."""
+    from cvb_engine import load_library
+    from studio import launcher
+
+    repo = Path(__file__).resolve().parents[2]
+    assert launcher.sweep_arms([], ["start"], ["system"]) == []
+    assert launcher.sweep_arms([0, 50], [], ["inline", "system"]) == [
+        "incentivized",
+        "incentivized@channel=system",
+        "incentivized@load=50",
+        "incentivized@load=50,channel=system",
+    ]
+    library = load_library(repo / "scenarios")
+    spec = launcher.LaunchSpec(
+        scenarios=str(repo / "scenarios"),
+        base_url="http://127.0.0.1:9",
+        api_key_env="",
+        run_id="sweep-preview",
+        models=("m-a",),
+        only=tuple(SCENARIOS),
+        arms=("mandated", *launcher.sweep_arms([10, 50], ["start", "end"], [])),
+        runs=1,
+    )
+    preview = launcher.preview(spec, library)
+    assert preview.problems == []
+    assert preview.arms == [
+        "mandated",  # then the variants in the matrix's one order (parameters' values)
+        "incentivized@load=10,position=end",
+        "incentivized@load=10,position=start",
+        "incentivized@load=50,position=end",
+        "incentivized@load=50,position=start",
+    ]
+    assert preview.calls == 2 * 5
+    bad = launcher.preview(launcher.replace(spec, arms=("incentivized@load=400",)), library)
+    assert any("only 350 entries" in problem for problem in bad.problems), bad.problems
+
+
+def test_the_sweep_builder_on_the_page_counts_its_calls_live(studio: Path) -> None:
+    at = open_page()
+    at.radio(key="run_pick_mode").set_value("One by one")
+    run(at)
+    at.multiselect(key="run_only").set_value(sorted(SCENARIOS))
+    at.number_input(key="run_runs").set_value(1)
+    at.multiselect(key="run_arms").set_value(["mandated"])
+    run(at)
+    before = texts(at)
+    assert "2 scenarios × 1 arm × 1 repetition" in before
+    at.multiselect(key="run_sweep_loads").set_value([10, 50])
+    at.multiselect(key="run_sweep_channels").set_value(["inline", "system"])
+    run(at)
+    page = texts(at)
+    assert "2 scenarios × 5 arms × 1 repetition" in page  # mandated + 2 loads × 2 channels
+    assert "incentivized@load=50,channel=system" in page
