@@ -708,6 +708,8 @@ class BenchmarkRun:
                 "max_attempts": self.o.max_attempts,
                 "max_response_chars": self.o.max_response_chars,
                 "scenarios_path": str(self.o.scenarios),
+                # provenance, not the matrix: the version of each arm kind that built messages
+                "arm_versions": {v.kind.name: v.kind.version for v in map(parse_arm, matrix.arms)},
             }
         )
         if run is None:

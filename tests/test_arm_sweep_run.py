@@ -7,6 +7,7 @@ run counts them, and a resume sends only what is missing.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from test_runner import (
@@ -14,6 +15,7 @@ from test_runner import (
     cvb,
     fake_process,
     launch_and_kill,
+    query,
     records,
     run_status,
     write_scenarios,
@@ -108,6 +110,13 @@ def test_sweep_killed_and_resumed_stores_exactly_the_matrix(
         assert f"{size} already done" in again.stdout, again.stdout
     after = records(db, "sweep")
     assert len(after) == size and run_status(db, "sweep") == "finished"
+    params = json.loads(query(db, "SELECT params_json FROM run WHERE id = 'sweep'")[0][0])
+    assert params["arm_versions"] == {
+        "cold": "2.0",
+        "mandated": "2.0",
+        "incentivized": "2.0+memory.1",
+    }
+    assert len(params["memory_pool"]) == 64  # the pool's sha256 is part of the matrix
     report = cvb(["report", "sweep", "--db", db, "--scenarios", str(scenarios)], tmp_path)
     assert report.returncode == 0, report.stderr
     assert "## Memory arms" in report.stdout and "| load 0 | load 8 |" in report.stdout
