@@ -54,10 +54,10 @@ fi
 "$PY" -m pip install --quiet --upgrade pip
 "$PY" -m pip install --quiet -e '.[dev,ivr,postgres]'
 
-# The exec check's strongest sandbox backend is bubblewrap (cvb_engine/sandbox.py);
-# without it the sandbox falls back to unshare, then to plain rlimits.
+# Model code runs only in bubblewrap (cvb_engine/sandbox.py): without it, commands that
+# execute model code refuse to start unless a weaker backend is named (--sandbox).
 if [ -f /etc/debian_version ] && ! command -v bwrap >/dev/null 2>&1; then
-  apt_install bubblewrap || echo "warning: could not install bubblewrap; the sandbox will use a weaker backend" >&2
+  apt_install bubblewrap || echo "warning: could not install bubblewrap; runs that execute model code will refuse (see cvb doctor)" >&2
 fi
 
 if [ "${CVB_SETUP_POSTGRES:-0}" = "1" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
