@@ -40,6 +40,7 @@ from cvb_engine.report import (
     limitations_of,
     outcome_rows,
     sandbox_label,
+    weaker_backends,
 )
 from cvb_engine.results import db_tallies, run_scenario_ids, scoring_versions
 from cvb_engine.scenario import ScenarioError, load_library
@@ -157,6 +158,8 @@ class Aggregates:
     scoring_versions: dict[int, int] = field(default_factory=dict)
     # run id -> how its executed checks were isolated (:func:`cvb_engine.report.sandbox_label`)
     sandboxes: dict[str, str] = field(default_factory=dict)
+    # whether any of these runs was judged on a backend weaker than bwrap
+    weaker_sandbox: bool = False
 
     @property
     def sandbox_text(self) -> str:
@@ -165,11 +168,6 @@ class Aggregates:
         if len(labels) <= 1:
             return f"Sandbox: {labels[0] if labels else 'not recorded'}"
         return "Sandbox: " + "; ".join(f"{rid}: {label}" for rid, label in self.sandboxes.items())
-
-    @property
-    def weaker_sandbox(self) -> bool:
-        """Whether any of these runs was judged on a backend weaker than bwrap."""
-        return any("weaker than bwrap" in label for label in self.sandboxes.values())
 
     @property
     def n_scored(self) -> int:
@@ -195,6 +193,7 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
     summary = summarize(tallies, ctallies)
+    runs = [(run, rid) for rid in ids if (run := session.get(Run, rid)) is not None]
     return Aggregates(
         run_ids=ids,
         summary=summary,
@@ -202,7 +201,8 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
         n_records=sum(t.n_scored + t.n_errors for t in tallies),
         n_errors=sum(t.n_errors for t in tallies),
         scoring_versions=scoring_versions(session, ids) if ids else {},
-        sandboxes={rid: sandbox_label(run.params) for rid in ids if (run := session.get(Run, rid))},
+        sandboxes={rid: sandbox_label(run.params) for run, rid in runs},
+        weaker_sandbox=any(weaker_backends(run.params) for run, _ in runs),
     )
 
 

@@ -41,20 +41,29 @@ CSV_FIELDS = (
 )
 
 
-def sandbox_label(params: object) -> str:
-    """How a run's executed checks were isolated, from its params, for a report's header.
-
-    ``params["sandbox"]`` lists every backend that judged the run (a resume or a
-    re-score may add one); a run older than the record, or one that executed no
-    code, says so.
-    """
+def sandbox_backends(params: object) -> list[str] | None:
+    """The sandbox backends that judged a run (``params["sandbox"]``: a resume or a
+    re-score may add one); None for a run made before cvb recorded them."""
     raw = params.get("sandbox") if isinstance(params, dict) else None
     if raw is None:
+        return None
+    return [str(n) for n in raw] if isinstance(raw, list) else [str(raw)]
+
+
+def weaker_backends(params: object) -> list[str]:
+    """The backends weaker than bwrap among those that judged a run."""
+    return [n for n in sandbox_backends(params) or () if n != "bwrap"]
+
+
+def sandbox_label(params: object) -> str:
+    """How a run's executed checks were isolated, from its params, for a report's header;
+    a run older than the record, or one that executed no code, says so."""
+    names = sandbox_backends(params)
+    if names is None:
         return "not recorded (a run made before cvb recorded it, or no code executed)"
-    names = [str(n) for n in raw] if isinstance(raw, list) else [str(raw)]
     if not names:
         return "none (no check executed model code)"
-    weaker = [n for n in names if n != "bwrap"]
+    weaker = weaker_backends(params)
     text = ", ".join(names)
     if weaker:
         text += f" (weaker than bwrap: {', '.join(weaker)}, named by the user)"

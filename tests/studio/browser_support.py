@@ -7,12 +7,16 @@ fails instead, so CI never passes with the browser tests left out.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +89,27 @@ def stop(proc: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def serving_studio(args: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``cvb studio ARGS`` on a free port, in a session of its own; yields its URL once it
+    answers its health check, and stops it with everything it started."""
+    port = free_port()
+    cvb = shutil.which("cvb")
+    command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]
+    command += ["studio", "--port", str(port), *args]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc, log)
+        yield url
+    finally:
+        stop(proc)

@@ -7,16 +7,17 @@ is skipped with the reason (a failure under ``CVB_REQUIRE_BROWSER=1``, as in CI)
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser, stop, wait_healthy
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    require_browser,
+    serving_studio,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -32,30 +33,10 @@ UI_TIMEOUT_MS = 30_000
 def studio(scenario_dir: Path, tmp_path: Path) -> Iterator[str]:
     """``cvb studio`` on a free port over a temporary library and store; yields its URL."""
     require_browser()
-    port = free_port()
-    cvb = shutil.which("cvb")
-    command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]
-    command += [
-        "studio",
-        "--port",
-        str(port),
-        "--scenarios",
-        str(scenario_dir),
-        "--db",
-        f"sqlite:///{tmp_path / 'cvb.db'}",
-    ]
-    env = {**os.environ, "CVB_DRAFTS": str(tmp_path / "drafts")}
-    log = tmp_path / "studio.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc, log)
+    args = ["--scenarios", str(scenario_dir), "--db", f"sqlite:///{tmp_path / 'cvb.db'}"]
+    env = {"CVB_DRAFTS": str(tmp_path / "drafts")}
+    with serving_studio(args, tmp_path / "studio.log", env) as url:
         yield url
-    finally:
-        stop(proc)
 
 
 def test_violation_highlighted_in_a_real_browser(studio: str, scenario_dir: Path) -> None:

@@ -10,18 +10,19 @@ to ``test-artifacts/``.
 from __future__ import annotations
 
 import itertools
-import os
 import re
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser, stop, wait_healthy
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    require_browser,
+    serving_studio,
+)
 from test_results_page import RUN_ID_B, Filled, fill_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,22 +58,10 @@ def studio(tmp_path: Path) -> Iterator[tuple[str, Filled]]:
     """``cvb studio`` on a free port over a store filled by a real run; yields its URL."""
     require_browser()
     filled = fill_store(tmp_path, two_runs=True)
-    port = free_port()
-    cvb = shutil.which("cvb")
-    command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]
-    command += ["studio", "--port", str(port), "--scenarios", str(filled.scenarios)]
-    env = {**os.environ, "CVB_DATABASE_URL": filled.db_url}
-    log = tmp_path / "studio.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc, log)
+    args = ["--scenarios", str(filled.scenarios)]
+    env = {"CVB_DATABASE_URL": filled.db_url}
+    with serving_studio(args, tmp_path / "studio.log", env) as url:
         yield url, filled
-    finally:
-        stop(proc)
 
 
 def test_results_page_in_a_real_browser(studio: tuple[str, Filled], tmp_path: Path) -> None:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -24,7 +22,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser, stop, wait_healthy
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    require_browser,
+    serving_studio,
+)
 from markdown_support import HOSTILE, assert_inert, shown
 from test_results_page import APP, KEY_VAR, TIMEOUT_S, write_scenarios
 
@@ -139,22 +142,9 @@ def test_charts_escape_model_names(store: Any) -> None:
 @pytest.fixture
 def studio(hostile: tuple[str, Path], tmp_path: Path) -> Iterator[str]:
     require_browser()
-    port = free_port()
-    cvb = shutil.which("cvb")
-    command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]
-    command += ["studio", "--port", str(port), "--scenarios", str(hostile[1])]
-    env = {**os.environ, "CVB_DATABASE_URL": hostile[0]}
-    log = tmp_path / "studio.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc, log)
+    args = ["--scenarios", str(hostile[1])]
+    with serving_studio(args, tmp_path / "studio.log", {"CVB_DATABASE_URL": hostile[0]}) as url:
         yield url
-    finally:
-        stop(proc)
 
 
 def test_no_request_leaves_for_a_foreign_host_in_a_real_browser(studio: str) -> None:

@@ -3,20 +3,14 @@ and Streamlit's Deploy button is not in the header."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 from browser_support import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    free_port,
     require_browser,
-    stop,
-    wait_healthy,
+    serving_studio,
 )
 
 UI_TIMEOUT_MS = 30_000
@@ -26,27 +20,13 @@ UI_TIMEOUT_MS = 30_000
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require_browser()
     tmp = tmp_path_factory.mktemp("routes")
-    port = free_port()
-    cvb = shutil.which("cvb")
-    command = [cvb] if cvb else [sys.executable, "-m", "cvb_engine.cli"]
-    command += ["studio", "--port", str(port), "--scenarios", str(tmp)]
     env = {
-        **os.environ,
         "CVB_DATABASE_URL": f"sqlite:///{tmp / 'cvb.db'}",
         "CVB_ENDPOINTS": str(tmp / "endpoints.json"),
         "CVB_DRAFTS": str(tmp / "drafts"),
     }
-    log = tmp / "studio.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc, log)
+    with serving_studio(["--scenarios", str(tmp)], tmp / "studio.log", env) as url:
         yield url
-    finally:
-        stop(proc)
 
 
 @pytest.mark.parametrize(
