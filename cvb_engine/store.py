@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
 
 
@@ -60,6 +60,9 @@ class Run(SQLModel, table=True):
     pid: int | None = None
     host: str | None = None
     note: str | None = None
+    # schema 5: set by Cancel (the studio, `cvb cancel`): every runner of the run stops
+    # sending at its next cell, on any machine (NULL: never asked).
+    cancel_requested: bool | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -99,6 +102,15 @@ class Record(SQLModel, table=True):
     # schema 4: cvb cut the reply (its content or its reasoning) at --max-response-chars,
     # or its body at the read limit; NULL for records stored before (never cut).
     response_cut: bool | None = None
+    # schema 5: what failed, for an error record: "api" (the endpoint) or "memory" (a
+    # memory layer: never an API failure, never a violation); NULL before schema 5 (api).
+    error_kind: str | None = None
+    # schema 5: JSON of what a memory layer gave this cell (memory and memory-tool arms:
+    # the layer's name and version, the context or every tool call and result, latencies;
+    # cvb_engine.memory_layers.MemoryTrace); NULL for arms that use no layer.
+    memory_json: str | None = Field(default=None, sa_column=Column(Text))
+    # schema 5: the runner that produced the record (`--worker`, host:pid by default).
+    worker: str | None = None
     created: datetime = Field(default_factory=utcnow)
     # Scoring (re-computable from response + the scenario's checks)
     scored_at: datetime | None = None
@@ -144,6 +156,50 @@ class CheckOutcome(SQLModel, table=True):
     @property
     def evidence(self) -> list[dict[str, int]]:
         return list(json.loads(self.evidence_json))
+
+
+class CellClaim(SQLModel, table=True):
+    """schema 5: a runner's lease on one cell of a run (many runners, one run; DESIGN §13).
+
+    A cell is claimable when it has no claim or its lease has expired; a runner renews
+    the leases of the cells it holds while it works and deletes them once their records
+    are committed.
+    """
+
+    __table_args__ = (
+        UniqueConstraint("run_id", "model", "scenario_id", "arm", "rep", name="uq_claim_cell"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", index=True)
+    model: str
+    scenario_id: str
+    arm: str
+    rep: int
+    worker: str
+    claimed_at: datetime = Field(default_factory=utcnow)
+    lease_until: datetime
+
+
+class RunWorker(SQLModel, table=True):
+    """schema 5: one runner taking part in a run, with its heartbeat (never its key)."""
+
+    __table_args__ = (UniqueConstraint("run_id", "worker", name="uq_run_worker"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", index=True)
+    worker: str
+    host: str | None = None
+    pid: int | None = None
+    # the *name* of the key variable this runner reads (never its value)
+    api_key_env: str | None = None
+    started: datetime = Field(default_factory=utcnow)
+    heartbeat: datetime = Field(default_factory=utcnow)
+    cells_done: int = 0
+    cells_failed: int = 0
+    # running | finished | cancelled | failed (a running worker whose heartbeat is
+    # older than its lease has lapsed: see the claims module)
+    status: str = "running"
 
 
 def database_url(url: str | None = None) -> str:
@@ -247,11 +303,27 @@ def _migrate_3_to_4(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE record ADD COLUMN response_cut BOOLEAN"))
 
 
+def _migrate_4_to_5(conn: Connection) -> None:
+    # Memory layers (DESIGN §12) and many runners on one run (DESIGN §13); the tables
+    # cellclaim and runworker are created by create_all after this step.
+    present = {c["name"] for c in inspect(conn).get_columns("record")}
+    for column, sql_type in (
+        ("error_kind", "VARCHAR"),
+        ("memory_json", "TEXT"),
+        ("worker", "VARCHAR"),
+    ):
+        if column not in present:
+            conn.execute(text(f"ALTER TABLE record ADD COLUMN {column} {sql_type}"))
+    if "cancel_requested" not in {c["name"] for c in inspect(conn).get_columns("run")}:
+        conn.execute(text("ALTER TABLE run ADD COLUMN cancel_requested BOOLEAN"))
+
+
 #: MIGRATIONS[n] takes a store from schema n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
     3: _migrate_3_to_4,
+    4: _migrate_4_to_5,
 }
 
 

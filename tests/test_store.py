@@ -123,10 +123,56 @@ def test_upgrade_3_to_4_adds_response_cut_once(tmp_path: Path, column_there: boo
         conn.execute(text("UPDATE meta SET value = '3' WHERE key = 'schema_version'"))
     dispose_engines()
     engine = get_engine(url, create=False)
-    assert upgrade_schema(engine) == [4]
-    assert stored_version(engine) == SCHEMA_VERSION == 4
+    assert upgrade_schema(engine) == [4, 5]
+    assert stored_version(engine) == SCHEMA_VERSION
     with engine.connect() as conn:
         columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
     assert columns.count("response_cut") == 1
+    engine.dispose()
+    dispose_engines()
+
+
+def test_upgrade_4_to_5_keeps_records_and_adds_the_runner_tables(tmp_path: Path) -> None:
+    from cvb_engine.store import Record, Run, stored_version, upgrade_schema
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = get_engine(url)
+    with Session(engine) as session:
+        session.add(Run(id="r1", prompt_version="2.0", params_json="{}"))
+        session.commit()
+        session.add(
+            Record(
+                run_id="r1",
+                model="m",
+                scenario_id="s",
+                scenario_version=1,
+                scenario_sha256="x",
+                category="c",
+                arm="cold",
+                rep=0,
+                status="ok",
+                messages_sha256="d",
+                prompt_version="2.0",
+            )
+        )
+        session.commit()
+    with engine.begin() as conn:
+        for column in ("error_kind", "memory_json", "worker"):
+            conn.execute(text(f"ALTER TABLE record DROP COLUMN {column}"))
+        conn.execute(text("ALTER TABLE run DROP COLUMN cancel_requested"))
+        conn.execute(text("DROP TABLE cellclaim"))
+        conn.execute(text("DROP TABLE runworker"))
+        conn.execute(text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
+    dispose_engines()
+    engine = get_engine(url, create=False)
+    assert upgrade_schema(engine) == [5]
+    assert stored_version(engine) == 5
+    with engine.connect() as conn:
+        columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
+        tables = {row[0] for row in conn.execute(text("SELECT name FROM sqlite_master"))}
+        kept = conn.execute(text("SELECT count(*), max(error_kind) FROM record")).one()
+    assert {"error_kind", "memory_json", "worker"} <= set(columns)
+    assert {"cellclaim", "runworker"} <= tables
+    assert tuple(kept) == (1, None)  # the old record is there, its error kind unknown
     engine.dispose()
     dispose_engines()
