@@ -7,10 +7,11 @@
 #                                   browser tests are then skipped)
 #   CVB_SETUP_POSTGRES=1 ...        also Debian's PostgreSQL server binaries (shared-store tests)
 #   CVB_SETUP_LOCAL=0 ...           skip the bundled local model (cvb demo needs it, or a hosted endpoint)
-#   CVB_SETUP_VENV=1 / =0 ...       always / never install into .venv/ in the checkout. By default
-#                                   .venv/ is used only when python3 is "externally managed"
-#                                   (PEP 668: Debian's and Ubuntu's system Python refuse
-#                                   `pip install`) and no virtual environment is active.
+#   CVB_SETUP_VENV=0 ...            install into the python3 on PATH instead of .venv/. By
+#                                   default setup creates .venv/ in the checkout and installs
+#                                   there, unless a virtual environment is active (then into
+#                                   it): this works where the system Python refuses
+#                                   `pip install` (PEP 668, Debian's and Ubuntu's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,16 +27,19 @@ in_venv() { python3 -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix 
 externally_managed() {
   [ -f "$(python3 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')/EXTERNALLY-MANAGED" ]
 }
-use_venv=0
-why="CVB_SETUP_VENV=1"
-case "${CVB_SETUP_VENV:-auto}" in
-  1) use_venv=1 ;;
-  0) use_venv=0 ;;
-  *) if ! in_venv && externally_managed; then
-       use_venv=1
-       why="python3 is externally managed (PEP 668); CVB_SETUP_VENV=0 refuses"
-     fi ;;
-esac
+use_venv=1
+why="CVB_SETUP_VENV=0 installs into python3 instead"
+if [ "${CVB_SETUP_VENV:-1}" = "0" ]; then
+  use_venv=0
+  if ! in_venv && externally_managed; then
+    echo "setup: CVB_SETUP_VENV=0, but python3 is externally managed (PEP 668) and refuses" \
+      "pip install; drop CVB_SETUP_VENV=0 to install into .venv/" >&2
+    exit 1
+  fi
+elif in_venv; then
+  use_venv=0  # the active virtual environment is the user's choice
+  echo "installing into the active virtual environment ($(python3 -c 'import sys; print(sys.prefix)'))"
+fi
 if [ "$use_venv" = "1" ]; then
   if [ ! -x .venv/bin/python ]; then
     echo "creating .venv/ ($why) ..."
@@ -80,9 +84,17 @@ mkdir -p data
 if [ "${CVB_SETUP_LOCAL:-1}" = "1" ]; then
   log="data/setup-llama.log"
   if ! "$PY" -c "import llama_cpp" >/dev/null 2>&1; then
-    echo "building llama-cpp-python for the local model (many minutes on 2 cores; log: $log) ..."
+    echo "building llama-cpp-python for the local model (about 3 minutes on 2 idle cores; log: $log) ..."
   fi
-  CMAKE_ARGS="-DGGML_NATIVE=OFF" "$PY" -m pip install -e '.[local]' >"$log" 2>&1 &
+  # Only what `python -m llama_cpp.server` loads: libllama + ggml's CPU backend. Off: the
+  # multimodal library (mtmd, imported only by image chat handlers), HTTPS, and llama.cpp's
+  # tests, tools, examples and server binaries (already off when llama.cpp is a subproject;
+  # said here so a newer llama-cpp-python cannot turn them back on).
+  lean="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF"
+  lean="$lean -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF"
+  lean="$lean -DLLAMA_BUILD_APP=OFF"
+  CMAKE_ARGS="$lean ${CMAKE_ARGS:-}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+    "$PY" -m pip install -v -e '.[local]' >"$log" 2>&1 &
   pid=$!
   started=$SECONDS
   while kill -0 "$pid" 2>/dev/null; do
@@ -92,8 +104,10 @@ if [ "${CVB_SETUP_LOCAL:-1}" = "1" ]; then
     done
     if kill -0 "$pid" 2>/dev/null; then
       elapsed=$((SECONDS - started))
-      printf '  still installing the local model: %dm%02ds elapsed (log: %s)\n' \
-        $((elapsed / 60)) $((elapsed % 60)) "$log"
+      # ninja's "[N/M]" lines (pip -v) say how far the compile is
+      step=$(grep -o '^ *\[[0-9]*/[0-9]*\]' "$log" 2>/dev/null | tail -n 1 | tr -d ' []' || true)
+      printf '  still installing the local model: %dm%02ds elapsed%s (log: %s)\n' \
+        $((elapsed / 60)) $((elapsed % 60)) "${step:+, compiled $step}" "$log"
     fi
   done
   if ! wait "$pid"; then
@@ -107,4 +121,5 @@ fi
 if [ "$use_venv" = "1" ]; then
   echo "installed into .venv/: run '. .venv/bin/activate' first (or call .venv/bin/cvb)"
 fi
+echo "setup took $((SECONDS / 60))m$(printf %02d $((SECONDS % 60)))s"
 echo "setup done: next, 'cvb demo' (a small benchmark against the bundled model); 'cvb doctor' says what this machine offers"
