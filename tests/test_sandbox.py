@@ -505,10 +505,15 @@ LEAVE_TRACES = (
     "builtins.planted = True\n"
     "os.environ['PLANTED'] = '1'\n"
 )
+# An interpreter under /tmp (a checkout's .venv there) is bound at its own path: the one
+# entry of the private /tmp that is not a trace.
+_BOUND_IN_TMP = sorted({r.split("/")[2] for r in sandbox._python_roots() if r.startswith("/tmp/")})
 FIND_TRACES = (
     "import builtins, os\n"
     "here = os.getcwd()\n"
-    "assert [e for e in os.listdir('/tmp') if not here.startswith('/tmp/' + e)] == []\n"
+    f"bound = {_BOUND_IN_TMP!r}\n"
+    "assert [e for e in os.listdir('/tmp')\n"
+    "        if not here.startswith('/tmp/' + e) and e not in bound] == []\n"
     "assert os.listdir('/dev/shm') == [] and os.listdir('..') == [os.path.basename(here)]\n"
     "assert sorted(int(p) for p in os.listdir('/proc') if p.isdigit()) == [1, os.getpid()]\n"
     "assert not hasattr(builtins, 'planted') and 'PLANTED' not in os.environ\n"
