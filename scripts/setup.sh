@@ -58,7 +58,7 @@ fi
 "$PY" -m pip install --quiet --upgrade pip
 "$PY" -m pip install --quiet -e '.[dev,ivr,postgres]'
 
-# Model code runs only in bubblewrap (cvb_engine/sandbox.py): without it, commands that
+# Model code runs only in bubblewrap (cvb_engine/sandbox/): without it, commands that
 # execute model code refuse to start unless a weaker backend is named (--sandbox).
 if [ -f /etc/debian_version ] && ! command -v bwrap >/dev/null 2>&1; then
   apt_install bubblewrap || echo "warning: could not install bubblewrap; runs that execute model code will refuse (see cvb doctor)" >&2

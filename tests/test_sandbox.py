@@ -18,6 +18,8 @@ from proc_scan import alive, processes_with
 
 from cvb_engine import sandbox
 from cvb_engine.sandbox import Limits, SandboxError, run_many, run_python
+from cvb_engine.sandbox.channel import ResultChannel, parse_results
+from cvb_engine.sandbox.launch import HARNESS_PROGRAM, ZYGOTE_PROGRAM, python_roots
 
 
 def case(id_: str, *values: Any) -> Any:
@@ -195,10 +197,10 @@ def test_exit_status_zero_without_verdict_fails() -> None:
 
 def test_records_without_the_nonce_are_ignored() -> None:
     records = b"\nabc PASS\nnonce1 PHASE test\n\nnonce1 FAIL exc=" + b"Oops".hex().encode() + b"\n"
-    verdict = sandbox._parse_results(records + b"xyz PASS\n", "nonce1")
+    verdict = parse_results(records + b"xyz PASS\n", "nonce1")
     assert (verdict.passed, verdict.phase) == (False, "test")
     assert verdict.failure == {"exc": "Oops"}
-    assert sandbox._parse_results(b"\nnonce1 PASS\n", "nonce1").passed
+    assert parse_results(b"\nnonce1 PASS\n", "nonce1").passed
 
 
 def test_flooding_the_result_pipe_does_not_hide_a_pass() -> None:
@@ -214,8 +216,8 @@ def test_flooding_the_result_pipe_does_not_hide_a_pass() -> None:
 
 
 def test_overlong_result_lines_are_skipped() -> None:
-    channel = sandbox._ResultChannel("n1")
-    channel.add(b"n1 PHASE test\n" + b"y" * (sandbox._ResultChannel.MAX_LINE + 10))
+    channel = ResultChannel("n1")
+    channel.add(b"n1 PHASE test\n" + b"y" * (ResultChannel.MAX_LINE + 10))
     channel.add(b"n1 PASS\nn1 PHASE start")
     assert channel.verdict.phase == "test" and not channel.verdict.passed
     channel.add(b"\nn1 PASS\n")
@@ -460,7 +462,9 @@ def test_timeout_out_of_range_is_a_caller_error(timeout_s: float) -> None:
 
 
 def test_harness_source_compiles() -> None:
-    compile(sandbox._HARNESS, "<harness>", "exec")
+    # the programs as the interpreter is given them (a zygote's runs the harness too)
+    compile(HARNESS_PROGRAM, "<harness>", "exec")
+    compile(ZYGOTE_PROGRAM, "<zygote>", "exec")
 
 
 # --- the zygote (bwrap) ------------------------------------------------------------
@@ -507,7 +511,7 @@ LEAVE_TRACES = (
 )
 # An interpreter under /tmp (a checkout's .venv there) is bound at its own path: the one
 # entry of the private /tmp that is not a trace.
-_BOUND_IN_TMP = sorted({r.split("/")[2] for r in sandbox._python_roots() if r.startswith("/tmp/")})
+_BOUND_IN_TMP = sorted({r.split("/")[2] for r in python_roots() if r.startswith("/tmp/")})
 FIND_TRACES = (
     "import builtins, os\n"
     "here = os.getcwd()\n"

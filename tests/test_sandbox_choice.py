@@ -24,6 +24,7 @@ from fake_openai import CHAT_PATH, FakeOpenAI
 
 from cvb_engine import sandbox
 from cvb_engine.report import sandbox_label
+from cvb_engine.sandbox import choice, launch
 
 REPO = Path(__file__).resolve().parent.parent
 IVR = REPO / "scenarios" / "ivr" / "he-003-below-zero.yaml"
@@ -99,8 +100,8 @@ REFUSAL = ("bwrap is not installed", "apt-get install bubblewrap", "--sandbox un
 
 @pytest.fixture
 def fresh_probes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "_PROBES", {})
-    monkeypatch.setattr(sandbox, "_WARNED", set())
+    monkeypatch.setattr(choice, "PROBES", {})
+    monkeypatch.setattr(choice, "WARNED", set())
     # set (to "none named"), not deleted: undoing a setenv restores the variable even
     # after sandbox.choose() has written it, so no backend leaks into later tests
     monkeypatch.setenv(sandbox.ENV_BACKEND, "")
@@ -109,7 +110,7 @@ def fresh_probes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_bwrap_nothing_falls_back(
     fresh_probes: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sandbox._TOOLS, "bwrap", None)
+    monkeypatch.setitem(launch.TOOLS, "bwrap", None)
     assert "plain" in sandbox.available_backends()  # a weaker backend works, and is not used
     with pytest.raises(sandbox.SandboxError) as caught:
         sandbox.backend()
@@ -125,8 +126,8 @@ def test_a_weaker_backend_runs_only_when_named_and_warns(
 ) -> None:
     if sandbox.self_test(name) is not None:
         pytest.skip(f"{name} does not work here")
-    monkeypatch.setitem(sandbox._TOOLS, "bwrap", None)
-    monkeypatch.setattr(sandbox, "_PROBES", {})
+    monkeypatch.setitem(launch.TOOLS, "bwrap", None)
+    monkeypatch.setattr(choice, "PROBES", {})
     with pytest.warns(sandbox.WeakSandboxWarning, match=name):
         assert sandbox.choose(name) == name
     assert os.environ[sandbox.ENV_BACKEND] == name

@@ -493,8 +493,8 @@ HOSTILE: dict[str, Hostile] = {
         "os._exit = lambda code: None\n"
         "json.dumps = lambda *a, **k: '{\"passed\": true}'\n"
         "try:\n"
-        "    import cvb_engine.sandbox as sb\n"
-        "    sb._parse_results = lambda *a: None\n"
+        "    import cvb_engine.sandbox.channel as sb\n"
+        "    sb.parse_results = lambda *a: None\n"
         "except ImportError:\n"
         "    pass\n"
         "def add(a, b):\n    return 0\n",
