@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from cvb_engine.extract import OUTCOMES, Extraction, extract, extract_code
     from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
     from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
+    from cvb_engine.memory_trace import Trace, read_trace
     from cvb_engine.metrics import RecordRow, Summary, summarize, summarize_rows
     from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
     from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
@@ -61,6 +62,7 @@ _WHERE: dict[str, str] = {
     "Span": "cvb_engine.checks",
     "Subject": "cvb_engine.checks",
     "Summary": "cvb_engine.metrics",
+    "Trace": "cvb_engine.memory_trace",
     "build_messages": "cvb_engine.prompts",
     "csv_cell": "cvb_engine.safe_text",
     "draw": "cvb_engine.memory_pool",
@@ -78,6 +80,7 @@ _WHERE: dict[str, str] = {
     "markdown_text": "cvb_engine.safe_text",
     "messages_sha256": "cvb_engine.prompts",
     "new_run_id": "cvb_engine.run_ids",
+    "read_trace": "cvb_engine.memory_trace",
     "registry": "cvb_engine.checks",
     "run_id_problem": "cvb_engine.run_ids",
     "score_code": "cvb_engine.scoring",
@@ -126,6 +129,7 @@ __all__ = [
     "Span",
     "Subject",
     "Summary",
+    "Trace",
     "build_messages",
     "csv_cell",
     "draw",
@@ -143,6 +147,7 @@ __all__ = [
     "markdown_text",
     "messages_sha256",
     "new_run_id",
+    "read_trace",
     "registry",
     "run_id_problem",
     "score_code",

@@ -240,12 +240,12 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 @command("report", _report_args)
 def cmd_report(args: argparse.Namespace) -> int:
     """Report a stored run or a results file: Markdown, JSON, CSV, HTML."""
-    from cvb_engine.metrics import ivr, summarize, summarize_rows
+    from cvb_engine.metrics import ivr, summarize_rows
     from cvb_engine.report import ReportNotes, ivr_markdown, markdown, records_csv, sandbox_label
     from cvb_engine.results import (
         ResultsFileError,
         db_ivr_rows,
-        db_tallies,
+        db_summary,
         export_results,
         file_scoring_versions,
         load_results_file,
@@ -285,7 +285,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                     f"no run {run_id!r} in {_safe_url(args.db)} (and no file {target!r})"
                 )
             params = stored.params
-            summary = summarize(*db_tallies(session, [run_id]))
+            summary = db_summary(session, [run_id])
             ivr_results = ivr(db_ivr_rows(session, [run_id]))
             versions = scoring_versions(session, [run_id])
             scenario_ids = run_scenario_ids(session, [run_id])

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, col, delete, select
 
 from cvb_engine import cli
+from cvb_engine.claims import RunnerState, runners
 from cvb_engine.run_ids import run_id_arg
 from cvb_engine.safe_text import terminal_text
 from cvb_engine.store import (
@@ -167,6 +168,26 @@ def copy_runs(
     return report
 
 
+def runner_lines(states: list[RunnerState]) -> list[str]:
+    """One line per runner of a run, as ``cvb db info`` prints them."""
+    lines = []
+    for s in states:
+        name = terminal_text(s.worker, multiline=False)
+        where = terminal_text(f"{s.host or '?'} pid {s.pid}", multiline=False)
+        key = f" key ${terminal_text(s.api_key_env, multiline=False)}" if s.api_key_env else ""
+        if s.live:
+            pace = f"{s.per_min or 0.0:.1f} cells/min"
+        elif s.state == "lapsed":
+            pace = f"lease lapsed ({s.lease_s:g} s)"
+        else:
+            pace = "left"
+        lines.append(
+            f"runner {name:<24} {s.state:<9} {pace:<22} heartbeat {s.heartbeat_age_s:.0f} s ago, "
+            f"{s.cells_done} done ({s.cells_failed} errors), holding {s.held}; {where}{key}"
+        )
+    return lines
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -217,11 +238,15 @@ def cmd_db(args: argparse.Namespace) -> int:
                         sa_select(col(Record.run_id), func.count()).group_by(col(Record.run_id))
                     ).all()
                 )
+                # The runners of a running run: live ones with their pace, lapsed ones.
+                by_run = {r.id: runners(session, r.id) for r in runs if r.status == "running"}
             print(f"runs            {len(runs)}")
             for run in runs:
                 # A store is outside text: an id may predate the run-id rule.
                 name, status = (terminal_text(v, multiline=False) for v in (run.id, run.status))
                 print(f"  {name:<32} {status:<10} {counts.get(run.id, 0)}/{run.total_cells} cells")
+                for line in runner_lines(by_run.get(run.id, [])):
+                    print(f"    {line}")
         return 0
     if args.db_command == "upgrade":
         url = database_url(args.db)

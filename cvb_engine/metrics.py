@@ -12,7 +12,10 @@ Definitions:
 * gap (model) = strict(mandated) − strict(incentivized), with a 95% CI from a
   paired bootstrap over scenarios: each resample draws scenarios with
   replacement and recomputes both arms' strict accuracy on the same draw;
-* error records are excluded from every denominator and counted apart;
+* error records are excluded from every denominator and counted apart, API
+  failures apart from memory-layer failures (``error_kind`` "memory": the layer
+  of a ``memory`` or ``memory-tool`` arm failed; never an API failure, never a
+  violation);
 * every scored record has an outcome (``answered``, ``unparseable``,
   ``no-code``; DESIGN §10) and may be ``truncated``: each outcome's share of
   the scored records, and strict and per-constraint accuracy **among answered**
@@ -53,6 +56,10 @@ class RecordRow:
     stated_passed: bool | None = None
     outcome: str | None = None  # None: scored before outcomes existed (counts as answered)
     truncated: bool = False
+    # an error record's kind: "memory" (a memory layer failed), else an API failure
+    error_kind: str | None = None
+    # the memory trace (Record.memory_json), for the memory-layer arms' reports; untrusted
+    memory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,8 @@ class Tally:
     n_no_code: int = 0
     n_truncated: int = 0
     n_answered_strict: int = 0
+    # error records of a memory layer's failure; n_errors counts the API failures
+    n_memory_errors: int = 0
 
     @property
     def n_answered(self) -> int:
@@ -101,18 +110,25 @@ class ConstraintTally:
 
 @dataclass(frozen=True)
 class Rate:
-    """k successes out of n scored (errors counted apart, not in n)."""
+    """k successes out of n scored (errors counted apart, not in n): ``errors`` are API
+    failures, ``memory_errors`` failures of a memory layer."""
 
     k: int
     n: int
     errors: int = 0
+    memory_errors: int = 0
 
     @property
     def value(self) -> float | None:
         return self.k / self.n if self.n else None
 
     def __add__(self, other: Rate) -> Rate:
-        return Rate(self.k + other.k, self.n + other.n, self.errors + other.errors)
+        return Rate(
+            self.k + other.k,
+            self.n + other.n,
+            self.errors + other.errors,
+            self.memory_errors + other.memory_errors,
+        )
 
 
 @dataclass(frozen=True)
@@ -160,11 +176,15 @@ OUTCOME_NAMES = ("answered", "unparseable", "no-code")
 
 @dataclass(frozen=True)
 class MemoryStat:
-    """One memory variant of the incentivized arm for one model (DESIGN §12).
+    """One memory variant for one model (DESIGN §12): of the incentivized arm, or of a
+    memory-layer arm (``memory``, ``memory-tool``).
 
     ``strict_ci`` is a bootstrap over scenarios of the variant's strict
     accuracy; ``gap`` is strict(mandated) − strict(variant) with the same paired
     bootstrap as the headline gap (None values when the run has no mandated arm).
+    ``series`` groups the variants of one curve: ``incentivized``, or a layer
+    arm's name without its load (``memory``, ``memory@command=./l.py``); position,
+    channel and turns are the incentivized arm's (empty for a layer arm).
     """
 
     model: str
@@ -176,6 +196,50 @@ class MemoryStat:
     strict: Rate
     strict_ci: Interval
     gap: Interval
+    kind: str = "incentivized"
+    series: str = "incentivized"
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """How one model used the memory tool under one ``memory-tool`` variant (DESIGN §12).
+
+    Over the variant's scored records whose memory trace reads
+    (:func:`cvb_engine.memory_trace.read_trace`); ``unavailable`` counts scored
+    records whose trace is missing or does not read, left out of every figure
+    here. A *call* is a tool call the model made (a refused one too); a *lookup*
+    is a call the layer answered. Strict accuracy is split by whether the model
+    looked memory up at all, and by whether some lookup brought back an entry
+    holding a constraint of the record's own scenario; each with a bootstrap CI
+    over scenarios.
+    """
+
+    model: str
+    arm: str
+    n: int
+    unavailable: int
+    looked: int  # records with at least one tool call
+    calls: int
+    lookups: int
+    lookups_held: int  # lookups whose entries held a constraint of the task
+    strict_looked: Rate
+    strict_looked_ci: Interval
+    strict_not_looked: Rate
+    strict_not_looked_ci: Interval
+    strict_held: Rate  # records where a lookup held a constraint of the task
+    strict_held_ci: Interval
+
+    @property
+    def looked_share(self) -> float | None:
+        return self.looked / self.n if self.n else None
+
+    @property
+    def calls_per_record(self) -> float | None:
+        return self.calls / self.n if self.n else None
+
+    @property
+    def held_share(self) -> float | None:
+        return self.lookups_held / self.lookups if self.lookups else None
 
 
 @dataclass
@@ -193,8 +257,14 @@ class Summary:
     outcomes: dict[tuple[str, str], Outcomes] = field(default_factory=dict)
     strict_answered: dict[tuple[str, str], Rate] = field(default_factory=dict)
     constraint_answered: dict[tuple[str, str], Rate] = field(default_factory=dict)
-    # one per (model, incentivized arm or variant), when a run has memory variants
+    # one per (model, incentivized arm or variant, or memory-layer arm), when a run has
+    # memory variants
     memory: list[MemoryStat] = field(default_factory=list)
+    # memory-layer arm -> the layer's name (and version) as its records' traces give it,
+    # else as its parameters name it (``bm25``, ``command``, ``http``)
+    layers: dict[str, str] = field(default_factory=dict)
+    # one per (model, memory-tool variant)
+    tool_use: list[ToolUse] = field(default_factory=list)
 
 
 ARM_ORDER = ("cold", "mandated", "incentivized")
@@ -202,15 +272,16 @@ ARM_ORDER = ("cold", "mandated", "incentivized")
 
 def tally(rows: Iterable[RecordRow]) -> tuple[list[Tally], list[ConstraintTally]]:
     """Aggregate records into per-scenario and per-constraint counts."""
-    # scored, strict, errors, unparseable, no-code, truncated, strict among answered
-    cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0] * 7)
+    # scored, strict, API errors, unparseable, no-code, truncated, strict among answered,
+    # memory failures
+    cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0] * 8)
     # pairs, honored, answered pairs, honored among answered
     pairs: dict[tuple[str, str, str, str, str], list[int]] = defaultdict(lambda: [0] * 4)
     for r in rows:
         key = (r.model, r.arm, r.scenario_id, r.category)
         counts = cells[key]
         if r.status != "ok" or r.strict is None:
-            counts[2] += 1
+            counts[7 if is_memory_failure(r.status, r.error_kind) else 2] += 1
             continue
         answered = r.outcome in (None, "answered")
         counts[0] += 1
@@ -230,9 +301,28 @@ def tally(rows: Iterable[RecordRow]) -> tuple[list[Tally], list[ConstraintTally]
     return tallies, ctallies
 
 
-def _ordered_arms(arms: Iterable[str]) -> list[str]:
-    present = set(arms)
-    return [a for a in ARM_ORDER if a in present] + sorted(present - set(ARM_ORDER))
+def is_memory_failure(status: str, error_kind: str | None) -> bool:
+    """An error record of a memory layer's failure (else an error record is an API failure)."""
+    return status == "error" and error_kind == "memory"
+
+
+def ordered_arms(arms: Iterable[str]) -> list[str]:
+    """The seed arms first, then variants in the matrix's order (by kind, then parameter
+    values: ``memory``, ``memory@load=20``, ``memory-tool``); names this cvb does not know,
+    sorted, last."""
+    from cvb_engine.arms import ArmError, arm_order, parse_arm
+
+    given = set(arms)
+    present = given - set(ARM_ORDER)
+    known, unknown = [], []
+    for arm in sorted(present):
+        try:
+            parse_arm(arm)
+        except ArmError:
+            unknown.append(arm)
+        else:
+            known.append(arm)
+    return [a for a in ARM_ORDER if a in given] + arm_order(known) + unknown
 
 
 def paired_bootstrap_gap(
@@ -291,15 +381,23 @@ def summarize(
     ctallies: list[ConstraintTally],
     *,
     seed: int = BOOTSTRAP_SEED,
+    traces: Iterable[RecordRow] = (),
 ) -> Summary:
-    """Every CVB metric from the tallies."""
+    """Every CVB metric from the tallies.
+
+    ``traces`` are records of the memory-layer arms with their memory trace
+    (:attr:`RecordRow.memory`): every record of a ``memory-tool`` variant for its
+    tool-use figures, and at least one record of each other layer arm to name its
+    layer. Without them a layer arm is named by its parameters and has no
+    tool-use figures.
+    """
     strict: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_category: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_scenario: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     outcomes: dict[tuple[str, str], Outcomes] = defaultdict(Outcomes)
     strict_answered: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     for t in tallies:
-        rate = Rate(t.n_strict, t.n_scored, t.n_errors)
+        rate = Rate(t.n_strict, t.n_scored, t.n_errors, t.n_memory_errors)
         outcomes[(t.model, t.arm)] += Outcomes(
             t.n_scored, t.n_answered, t.n_unparseable, t.n_no_code, t.n_truncated
         )
@@ -323,7 +421,8 @@ def summarize(
         for m in models
         for cat in categories
     }
-    arms = _ordered_arms(t.arm for t in tallies)
+    arms = ordered_arms(t.arm for t in tallies)
+    trace_rows = [r for r in traces if layer_kind(r.arm) is not None]
     return Summary(
         models=models,
         arms=arms,
@@ -339,21 +438,51 @@ def summarize(
         strict_answered=dict(strict_answered),
         constraint_answered=dict(constraint_answered),
         memory=memory_stats(tallies, models, arms, seed=seed),
+        layers=layer_names(arms, trace_rows),
+        tool_use=tool_use(trace_rows, seed=seed),
     )
 
 
-def _memory_params(arm: str) -> tuple[int, str, str, int] | None:
-    """(load, position, channel, turns) of an incentivized arm or variant, else None."""
-    if arm != "incentivized" and not arm.startswith("incentivized@"):
+#: The arm kinds that put a memory layer in the loop (DESIGN §12).
+LAYER_KINDS = ("memory", "memory-tool")
+
+
+@dataclass(frozen=True)
+class _MemoryVariant:
+    kind: str
+    series: str
+    load: int
+    position: str = ""
+    channel: str = ""
+    turns: int = 0
+
+
+def layer_kind(arm: str) -> str | None:
+    """``memory`` or ``memory-tool`` for a variant of that kind (by its name alone), else None."""
+    kind = arm.partition("@")[0]
+    return kind if kind in LAYER_KINDS else None
+
+
+def _memory_variant(arm: str) -> _MemoryVariant | None:
+    """What places ``arm`` on a memory curve: an incentivized arm or variant, or a memory-layer
+    arm (its series is its name without the load); None for any other arm."""
+    if arm != "incentivized" and not arm.startswith("incentivized@") and not layer_kind(arm):
         return None
-    from cvb_engine.arms import ArmError, parse_arm
+    from cvb_engine.arms import ArmError, ArmVariant, parse_arm
 
     try:
-        params = parse_arm(arm).params
+        variant = parse_arm(arm)
     except ArmError:
         return None  # a variant name this cvb does not know: reported as a plain arm
-    return (
-        int(getattr(params, "load", 0)),
+    params = variant.params
+    load = int(getattr(params, "load", 0))
+    if variant.kind.name in LAYER_KINDS:
+        series = ArmVariant(variant.kind, params.model_copy(update={"load": 0})).name
+        return _MemoryVariant(variant.kind.name, series, load)
+    return _MemoryVariant(
+        "incentivized",
+        "incentivized",
+        load,
         str(getattr(params, "position", "")),
         str(getattr(params, "channel", "")),
         int(getattr(params, "turns", 0)),
@@ -363,42 +492,166 @@ def _memory_params(arm: str) -> tuple[int, str, str, int] | None:
 def memory_stats(
     tallies: list[Tally], models: list[str], arms: list[str], *, seed: int = BOOTSTRAP_SEED
 ) -> list[MemoryStat]:
-    """A :class:`MemoryStat` per model and incentivized arm, when any memory variant ran
-    (none for a run of the seed arms only: its report is what it always was)."""
-    variants = {a: p for a in arms if (p := _memory_params(a)) is not None}
+    """A :class:`MemoryStat` per model and memory variant (the incentivized arm and its
+    variants, the memory-layer arms), when any variant beyond the seed arms ran (none for a
+    run of the seed arms only: its report is what it always was)."""
+    variants = {a: v for a in arms if (v := _memory_variant(a)) is not None}
     if not any(a != "incentivized" for a in variants):
         return []
-    import numpy as np
 
     out = []
     for model in models:
         mine = [t for t in tallies if t.model == model]
-        for arm, (load, position, channel, turns) in variants.items():
+        for arm, v in variants.items():
             rows = [t for t in mine if t.arm == arm]
             if not rows:
                 continue
-            per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            for t in rows:
-                per[t.scenario_id][0] += t.n_strict
-                per[t.scenario_id][1] += t.n_scored
-            units = [v for v in per.values() if v[1]]
-            k = np.array([u[0] for u in units], dtype=np.int64)
-            n = np.array([u[1] for u in units], dtype=np.int64)
-            rate = Rate(int(k.sum()), int(n.sum()), sum(t.n_errors for t in rows))
+            k, n = _per_scenario(rows)
+            rate = Rate(
+                int(k.sum()),
+                int(n.sum()),
+                sum(t.n_errors for t in rows),
+                sum(t.n_memory_errors for t in rows),
+            )
             low, high = bootstrap_ratio(k, n, seed=seed)
             out.append(
                 MemoryStat(
                     model=model,
                     arm=arm,
-                    load=load,
-                    position=position,
-                    channel=channel,
-                    turns=turns,
+                    load=v.load,
+                    position=v.position,
+                    channel=v.channel,
+                    turns=v.turns,
                     strict=rate,
-                    strict_ci=Interval(rate.value, low, high, len(units)),
+                    strict_ci=Interval(rate.value, low, high, len(n)),
                     gap=_gap(mine, b=arm, seed=seed),
+                    kind=v.kind,
+                    series=v.series,
                 )
             )
+    return out
+
+
+def _per_scenario(rows: Iterable[Tally]) -> tuple[np.ndarray, np.ndarray]:
+    """Strictly accurate and scored records per scenario (scenarios with scored records)."""
+    import numpy as np
+
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for t in rows:
+        per[t.scenario_id][0] += t.n_strict
+        per[t.scenario_id][1] += t.n_scored
+    units = [v for v in per.values() if v[1]]
+    return (
+        np.array([u[0] for u in units], dtype=np.int64),
+        np.array([u[1] for u in units], dtype=np.int64),
+    )
+
+
+def _params_layer(arm: str) -> str | None:
+    """A layer arm's layer as its parameters name it: the built-in's name, or the transport."""
+    from cvb_engine.arms import ArmError, parse_arm
+
+    try:
+        params = parse_arm(arm).params
+    except ArmError:
+        return None
+    if getattr(params, "command", None):
+        return "command"
+    if getattr(params, "url", None):
+        return "http"
+    layer = getattr(params, "layer", None)
+    return str(layer) if layer else None
+
+
+def layer_names(arms: Iterable[str], traces: Iterable[RecordRow] = ()) -> dict[str, str]:
+    """The layer of each memory-layer arm among ``arms``: the name (and version) its records'
+    traces give most often (:attr:`cvb_engine.memory_trace.LayerInfo.title`), else what its
+    parameters name (``bm25``; ``command`` or ``http`` for a layer that said nothing)."""
+    from collections import Counter
+
+    from cvb_engine.memory_trace import read_trace
+
+    seen: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in traces:
+        trace = read_trace(r.memory)
+        if trace is not None and (title := trace.layer.title):
+            seen[r.arm][title] += 1
+    out = {}
+    for arm in arms:
+        if layer_kind(arm) is None:
+            continue
+        if seen.get(arm):
+            # the most frequent name; a tie goes to the first in sorted order (stable)
+            out[arm] = min(seen[arm].items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        elif (named := _params_layer(arm)) is not None:
+            out[arm] = named
+    return out
+
+
+def tool_use(traces: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> list[ToolUse]:
+    """A :class:`ToolUse` per (model, memory-tool variant) from its records' memory traces."""
+    import numpy as np
+
+    from cvb_engine.memory_trace import read_trace
+
+    # (model, arm) -> counts, and -> subset -> scenario -> [strict, scored]
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * 6)
+    subsets: dict[tuple[str, str], dict[str, dict[str, list[int]]]] = defaultdict(
+        lambda: {s: defaultdict(lambda: [0, 0]) for s in ("looked", "not", "held")}
+    )
+    for r in traces:
+        if layer_kind(r.arm) != "memory-tool" or r.status != "ok" or r.strict is None:
+            continue
+        key = (r.model, r.arm)
+        c = counts[key]
+        trace = read_trace(r.memory)
+        if trace is None:
+            c[1] += 1
+            continue
+        calls = trace.tool_calls
+        lookups = [call for call in calls if call.error is None]
+        holds = bool(trace.held) or any(call.held for call in lookups)
+        c[0] += 1
+        c[2] += bool(calls)
+        c[3] += len(calls)
+        c[4] += len(lookups)
+        c[5] += sum(bool(call.held) for call in lookups)
+        chosen = ["looked" if calls else "not"] + (["held"] if holds else [])
+        for name in chosen:
+            cell = subsets[key][name][r.scenario_id]
+            cell[0] += bool(r.strict)
+            cell[1] += 1
+
+    def rate_ci(per: dict[str, list[int]]) -> tuple[Rate, Interval]:
+        k = np.array([v[0] for v in per.values()], dtype=np.int64)
+        n = np.array([v[1] for v in per.values()], dtype=np.int64)
+        rate = Rate(int(k.sum()), int(n.sum()))
+        low, high = bootstrap_ratio(k, n, seed=seed)
+        return rate, Interval(rate.value, low, high, len(per))
+
+    out = []
+    for (model, arm), c in sorted(counts.items()):
+        looked, looked_ci = rate_ci(subsets[(model, arm)]["looked"])
+        not_looked, not_ci = rate_ci(subsets[(model, arm)]["not"])
+        with_held, held_ci = rate_ci(subsets[(model, arm)]["held"])
+        out.append(
+            ToolUse(
+                model=model,
+                arm=arm,
+                n=c[0],
+                unavailable=c[1],
+                looked=c[2],
+                calls=c[3],
+                lookups=c[4],
+                lookups_held=c[5],
+                strict_looked=looked,
+                strict_looked_ci=looked_ci,
+                strict_not_looked=not_looked,
+                strict_not_looked_ci=not_ci,
+                strict_held=with_held,
+                strict_held_ci=held_ci,
+            )
+        )
     return out
 
 
@@ -427,8 +680,10 @@ def bootstrap_ratio(
 
 
 def summarize_rows(rows: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> Summary:
+    """Every metric from records (a results file): :func:`tally`, then :func:`summarize`."""
+    rows = list(rows)
     tallies, ctallies = tally(rows)
-    return summarize(tallies, ctallies, seed=seed)
+    return summarize(tallies, ctallies, seed=seed, traces=rows)
 
 
 def honored_only_when_ordered(summary: Summary) -> list[tuple[str, str, str, float, float]]:

@@ -15,7 +15,10 @@ out-of-memory kill) would look like it runs forever. :func:`liveness` tells a
   means the run died — whatever the heartbeat says;
 * on another host (or without a pid), the heartbeat decides: the runner
   refreshes ``Run.updated`` every ~2 s while it stores results, and a run
-  silent for longer than :data:`DEAD_AFTER_S` is reported as died.
+  silent for longer than :data:`DEAD_AFTER_S` is reported as died;
+* a run that several runners send (``cvb run --join``) is running while any
+  of them is live (:func:`cvb_engine.claims.runners`), whatever became of the
+  process stored with it.
 
 Timestamps: the runner writes UTC; SQLite hands them back without a zone, and
 they are read as UTC.
@@ -34,6 +37,7 @@ from sqlalchemy import case, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from cvb_engine.claims import live_runner_count
 from cvb_engine.metrics import ARM_ORDER, Rate
 from cvb_engine.store import ConstraintResult, Record, Run
 
@@ -273,6 +277,9 @@ def list_progress(
     for run in runs:
         done, ok = counts.get(run.id, (0, 0))
         live = liveness(run.status, run.pid, run.host, run.updated, now=now, local_host=local_host)
+        if live.state == "died" and live_runner_count(session, run.id):
+            # The process stored with the run is gone, but another of its runners works on.
+            live = Liveness("running")
         rate = eta = None
         if live.state == "running":
             n_recent, first = recent.get(run.id, (0, None))
@@ -337,6 +344,8 @@ class ErrorRow:
     rep: int
     attempts: int
     reason: str
+    # "memory" for a memory layer's failure; "api" (or None, before schema 5) the endpoint's
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +362,7 @@ class FinishedRow:
     violated: list[str]  # constraint ids not honored
     error: str | None
     code: str | None
+    error_kind: str | None = None  # "memory": the memory layer failed, not the endpoint
 
 
 def accuracy_so_far(session: Session, run_id: str) -> list[ArmAccuracy]:
@@ -400,6 +410,7 @@ def latest_errors(session: Session, run_id: str, limit: int = 5) -> list[ErrorRo
             r.rep,
             r.attempts,
             r.error or "(no reason stored)",
+            r.error_kind,
         )
         for r in rows
     ]
@@ -438,6 +449,7 @@ def latest_record(session: Session, run_id: str) -> FinishedRow | None:
         violated=violated,
         error=r.error,
         code=r.code,
+        error_kind=r.error_kind,
     )
 
 

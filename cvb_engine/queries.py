@@ -23,6 +23,7 @@ from sqlalchemy import case, func, literal
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from cvb_engine.memory_trace import Trace, read_trace
 from cvb_engine.metrics import (
     ARM_ORDER,
     Interval,
@@ -32,6 +33,7 @@ from cvb_engine.metrics import (
     Summary,
     honored_only_when_ordered,
     ivr,
+    ordered_arms,
     summarize,
 )
 from cvb_engine.report import (
@@ -42,7 +44,7 @@ from cvb_engine.report import (
     sandbox_label,
     weaker_backends,
 )
-from cvb_engine.results import db_tallies, run_scenario_ids, scoring_versions
+from cvb_engine.results import db_memory_rows, db_tallies, run_scenario_ids, scoring_versions
 from cvb_engine.scenario import ScenarioError, load_library
 from cvb_engine.scoring import SCORING_VERSION
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run
@@ -153,13 +155,15 @@ class Aggregates:
     summary: Summary
     scenario_category: dict[str, str]
     n_records: int
-    n_errors: int
+    n_errors: int  # API failures
     # scoring version -> scored records it judged (1: NULL, before answer outcomes)
     scoring_versions: dict[int, int] = field(default_factory=dict)
     # run id -> how its executed checks were isolated (:func:`cvb_engine.report.sandbox_label`)
     sandboxes: dict[str, str] = field(default_factory=dict)
     # whether any of these runs was judged on a backend weaker than bwrap
     weaker_sandbox: bool = False
+    # error records of a memory layer's failure (memory arms): not API failures
+    n_memory_errors: int = 0
 
     @property
     def sandbox_text(self) -> str:
@@ -192,14 +196,15 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     """Tallies aggregated in SQL, then every metric of DESIGN §7 (the engine's own functions)."""
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
-    summary = summarize(tallies, ctallies)
+    summary = summarize(tallies, ctallies, traces=db_memory_rows(session, ids))
     runs = [(run, rid) for rid in ids if (run := session.get(Run, rid)) is not None]
     return Aggregates(
         run_ids=ids,
         summary=summary,
         scenario_category={t.scenario_id: t.category for t in tallies},
-        n_records=sum(t.n_scored + t.n_errors for t in tallies),
+        n_records=sum(t.n_scored + t.n_errors + t.n_memory_errors for t in tallies),
         n_errors=sum(t.n_errors for t in tallies),
+        n_memory_errors=sum(t.n_memory_errors for t in tallies),
         scoring_versions=scoring_versions(session, ids) if ids else {},
         sandboxes={rid: sandbox_label(run.params) for run, rid in runs},
         weaker_sandbox=any(weaker_backends(run.params) for run, _ in runs),
@@ -470,6 +475,17 @@ class CellRecord:
     response_cut: bool = False  # cvb stored the reply cut at --max-response-chars
     reasoning: str | None = None  # the endpoint's separate reasoning field, never scored
     scoring_version: int | None = None  # None: version 1, before outcomes
+    # an error record's kind: "memory" (a memory layer failed), else "api"
+    error_kind: str | None = None
+    # what a memory layer gave the cell (memory and memory-tool arms), read as untrusted
+    # data; None when there is none or it does not read (memory_unreadable says which)
+    memory: Trace | None = None
+    memory_unreadable: bool = False
+
+    @property
+    def memory_failure(self) -> bool:
+        """An error record of a memory layer's failure (not an API failure)."""
+        return self.status == "error" and self.error_kind == "memory"
 
     @property
     def violated(self) -> list[str]:
@@ -544,7 +560,7 @@ def cell_choices(session: Session, run_id: str) -> CellChoices:
         models=sorted(models),
         scenarios=dict(sorted((str(s), str(c)) for s, c in scen)),
         reps=sorted(reps),
-        arms=[a for a in ARM_ORDER if a in arms] + sorted(set(arms) - set(ARM_ORDER)),
+        arms=ordered_arms(arms),
     )
 
 
@@ -617,9 +633,11 @@ def cell_records(
             response_cut=bool(r.response_cut),
             reasoning=r.reasoning or None,
             scoring_version=r.scoring_version,
+            error_kind=r.error_kind,
+            memory=(trace := read_trace(r.memory_json)),
+            memory_unreadable=bool(r.memory_json) and trace is None,
         )
-    order = {a: i for i, a in enumerate(ARM_ORDER)}
-    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+    return {arm: out[arm] for arm in ordered_arms(out)}
 
 
 # --------------------------------------------------------------------------- IVR

@@ -58,6 +58,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from cvb_engine.claims import RELEASE, release_params
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.results import score_rows
 from cvb_engine.scenario import LoadedScenario
@@ -104,6 +105,12 @@ class Finished:
     reasoning: str | None = None
     # The reply was longer than --max-response-chars (or the body limit): stored cut.
     response_cut: bool = False
+    # An error's kind: "api" (the endpoint) or "memory" (a memory layer); None when ok.
+    error_kind: str | None = None
+    # What a memory layer gave the cell (the memory trace, cvb_engine.memory_run), if any.
+    memory_json: str | None = None
+    # The tool calls the reply asked for (memory-tool; read by the runner, not stored).
+    tool_calls: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,9 @@ class Setup:
     library: dict[str, LoadedScenario]
     # Cells that already have a (error) record, by record id; any other cell is new.
     stored: dict[Cell, int]
+    # The runner's name (``--worker``): kept on every record it stores, and its claims on
+    # the cells it stores are deleted in the same transaction (cvb_engine.claims).
+    worker: str | None = None
 
 
 class RecorderError(RuntimeError):
@@ -303,6 +313,7 @@ class _Store:
         self.run_id = setup.run_id
         self.library = setup.library
         self.stored = dict(setup.stored)
+        self.worker = setup.worker
         self.engine = get_engine(setup.url)
         self.record: Table = Record.__table__  # type: ignore[attr-defined]
         self.run: Table = Run.__table__  # type: ignore[attr-defined]
@@ -320,6 +331,9 @@ class _Store:
             "finish_reason": bindparam("finish_reason"),
             "reasoning": bindparam("reasoning"),
             "response_cut": bindparam("response_cut"),
+            "error_kind": bindparam("error_kind"),
+            "memory_json": bindparam("memory_json"),
+            "worker": bindparam("worker"),
             "created": bindparam("created"),
         }
         # An error record turned into an answer (or a newer error): never touch a
@@ -401,10 +415,12 @@ class _Store:
             record_id = self.stored.get(item.cell)
             if record_id is None:
                 continue
-            params = {**self._answer(item, now), "rid": record_id}
+            params = {**self._answer(item, now), "rid": record_id, "worker": self.worker}
             params["more_attempts"] = item.attempts
             if conn.execute(self._overwrite, params).rowcount and item.status == "ok":
                 jobs.append(_job(record_id, item))
+        if self.worker is not None:  # the cells have records now: their claims go
+            conn.execute(RELEASE, release_params(self.run_id, self.worker, [i.cell for i in items]))
         self._heartbeat(conn, now)
         return jobs, ids
 
@@ -420,6 +436,8 @@ class _Store:
             "finish_reason": item.finish_reason,
             "reasoning": item.reasoning,
             "response_cut": item.response_cut,
+            "error_kind": item.error_kind,
+            "memory_json": item.memory_json,
             "created": now,
         }
 
@@ -436,6 +454,7 @@ class _Store:
             "category": loaded.scenario.category,
             "arm": arm,
             "rep": rep,
+            "worker": self.worker,
             "attempts": item.attempts,
             "messages_sha256": item.messages_sha256,
             "prompt_version": PROMPT_VERSION,

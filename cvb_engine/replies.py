@@ -69,6 +69,23 @@ class Reply:
     prompt_tokens: int | None
     completion_tokens: int | None
     cut: bool  # cut at the body limit or at max_response_chars
+    # The tools the reply asked for (only read when the request offered tools).
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+#: At most this many tool calls of one reply are answered; the rest are dropped.
+MAX_TOOL_CALLS = 16
+#: A tool call's arguments longer than this are cut (they are a short JSON object).
+MAX_TOOL_ARGUMENT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a reply, as the endpoint sent it (scrubbed, bounded)."""
+
+    id: str
+    name: str
+    arguments: str  # the raw JSON text; the caller decides what it means
 
 
 # --------------------------------------------------------------------------- bounded reading
@@ -268,10 +285,43 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
     return (text[:limit], True) if len(text) > limit else (text, False)
 
 
+def _tool_calls(value: object, secret: str) -> tuple[ToolCall, ...]:
+    """The well-formed function calls of a message's ``tool_calls``; others are skipped."""
+    if not isinstance(value, list):
+        return ()
+    calls: list[ToolCall] = []
+    for n, item in enumerate(value[:MAX_TOOL_CALLS]):
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):  # some servers send the object itself
+            arguments = json.dumps(arguments)
+        if not isinstance(arguments, str):
+            arguments = ""
+        call_id = item.get("id") if isinstance(item.get("id"), str) else ""
+        calls.append(
+            ToolCall(
+                id=scrub(call_id, secret)[:128] or f"call_{n}",
+                name=scrub(function["name"], secret)[:128],
+                arguments=scrub(arguments, secret)[:MAX_TOOL_ARGUMENT_CHARS],
+            )
+        )
+    return tuple(calls)
+
+
 def parse_completion(
-    body: bytes, *, secret: str, max_chars: int = MAX_RESPONSE_CHARS, body_cut: bool = False
+    body: bytes,
+    *,
+    secret: str,
+    max_chars: int = MAX_RESPONSE_CHARS,
+    body_cut: bool = False,
+    tools: bool = False,
 ) -> Reply:
     """The answer in a chat completion ``body``, made safe to store.
+
+    With ``tools`` (the request offered tools), the message's tool calls are
+    read too, and a reply that has only tool calls is not empty.
 
     Raises:
         BadReply: the body is not JSON, has no usable choice, or its content
@@ -311,7 +361,8 @@ def parse_completion(
             reasoning, reasoning_cut = _cut(scrub(value, secret), max_chars)
             cut = cut or reasoning_cut
             break
-    if not content.strip() and not reasoning:
+    calls = _tool_calls(message.get("tool_calls"), secret) if tools else ()
+    if not content.strip() and not reasoning and not calls:
         raise BadReply(f"the reply has empty content (finish_reason={finish})")
     usage = data.get("usage")
     if not isinstance(usage, dict):
@@ -323,6 +374,7 @@ def parse_completion(
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
         cut=cut or body_cut,
+        tool_calls=calls,
     )
 
 

@@ -10,7 +10,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvb_engine.metrics import Interval, IVRSummary, MemoryStat, Outcomes, Rate, Summary
+from cvb_engine.metrics import (
+    LAYER_KINDS,
+    Interval,
+    IVRSummary,
+    MemoryStat,
+    Outcomes,
+    Rate,
+    Summary,
+    ToolUse,
+)
 from cvb_engine.safe_text import markdown_code, write_csv
 from cvb_engine.safe_text import markdown_text as _t
 from cvb_engine.scenario import LoadedScenario
@@ -25,6 +34,7 @@ CSV_FIELDS = (
     "rep",
     "status",
     "error",
+    "error_kind",
     "outcome",
     "truncated",
     "scoring_version",
@@ -138,6 +148,24 @@ def fmt_gap(gap: Interval | None) -> str:
     return f"{fmt_signed(gap.value)} [{fmt_signed(gap.low)}, {fmt_signed(gap.high)}]"
 
 
+def arm_title(summary: Summary, arm: str) -> str:
+    """An arm as reports name it: a memory-layer arm with its layer, ``memory (bm25)``,
+    ``memory@command=./l.py (my-layer 0.1)``; any other arm by its name."""
+    layer = summary.layers.get(arm)
+    return f"{arm} ({layer})" if layer else arm
+
+
+def has_layer_arms(summary: Summary) -> bool:
+    """Whether a memory-layer arm ran (its failures are then counted apart in every table)."""
+    return bool(summary.layers) or any(r.memory_errors for r in summary.strict.values())
+
+
+def error_counts(summary: Summary) -> tuple[int, int]:
+    """(API failures, memory-layer failures) over every model and arm."""
+    rates = summary.strict.values()
+    return sum(r.errors for r in rates), sum(r.memory_errors for r in rates)
+
+
 def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
     # Cells are Markdown already: values from outside go through ``_t`` before.
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -169,10 +197,10 @@ def markdown(
     if older:
         out += [f"> **Judged by older rules.** {older}", ""]
     has_gap = "mandated" in arms and "incentivized" in arms
+    titles = [_t(arm_title(summary, a)) for a in arms]
+    layered = has_layer_arms(summary)
     out += ["## Strict accuracy", ""]
-    header = ["model", *map(_t, arms)] + (
-        ["gap (mandated − incentivized) [95% CI]"] if has_gap else []
-    )
+    header = ["model", *titles] + (["gap (mandated − incentivized) [95% CI]"] if has_gap else [])
     out += _table(
         header,
         (
@@ -190,21 +218,24 @@ def markdown(
     out += outcomes_markdown(summary)
     out += ["## Per-constraint accuracy", ""]
     out += _table(
-        ["model", *map(_t, arms)],
+        ["model", *titles],
         (
             [_t(m), *(fmt_rate(summary.constraint.get((m, a))) for a in arms)]
             for m in summary.models
         ),
     )
-    out += ["", "## Counts (scored records / error records)", ""]
+    out += ["", f"## {COUNTS_LAYERED if layered else COUNTS_PLAIN}", ""]
     out += _table(
-        ["model", *map(_t, arms)],
-        ([_t(m), *(_counts(summary.strict.get((m, a))) for a in arms)] for m in summary.models),
+        ["model", *titles],
+        (
+            [_t(m), *(_counts(summary.strict.get((m, a)), memory=layered) for a in arms)]
+            for m in summary.models
+        ),
     )
-    out += ["", "Error records (API failures) are excluded from every denominator.", ""]
+    out += ["", ERRORS_NOTE_LAYERED if layered else ERRORS_NOTE, ""]
     out += ["## By category", ""]
     for arm in arms:
-        out += [f"### {_t(arm)}", ""]
+        out += [f"### {_t(arm_title(summary, arm))}", ""]
         out += _table(
             ["model", *map(_t, summary.categories)],
             (
@@ -234,29 +265,88 @@ def markdown(
     return "\n".join(out)
 
 
+COUNTS_PLAIN = "Counts (scored records / error records)"
+COUNTS_LAYERED = "Counts (scored records / API errors / memory failures)"
+ERRORS_NOTE = "Error records (API failures) are excluded from every denominator."
+ERRORS_NOTE_LAYERED = (
+    "Error records are excluded from every denominator: API failures (the endpoint) and memory "
+    "failures (the memory layer of a memory or memory-tool arm failed or timed out) are counted "
+    "apart. A memory failure is neither an API failure nor a violation."
+)
+
 MEMORY_NOTE = (
     "Memory arms: the incentivized arm with its constraints among `load` distractor notes from "
     "the project-memory pool, at a `position` (start, middle, end, spread), through a `channel` "
-    "(inline user turn, system message, AGENTS.md file, earlier turns of the conversation). "
+    "(inline user turn, system message, AGENTS.md file, earlier turns of the conversation); "
+    "memory-layer arms (memory, memory-tool) over the same memory, each with its layer. "
     "Strict accuracy with a 95% bootstrap CI over scenarios; gap = mandated − variant, paired "
     "bootstrap over scenarios. At load 0 the position does not apply."
 )
 
+TOOL_USE_NOTE = (
+    "memory-tool: the model gets one tool, `search_project_memory(query)`, and no memory in its "
+    "prompt. Looked up: share of scored records with at least one tool call; calls per record: "
+    "mean tool calls per scored record; lookups holding a constraint: share of the calls the "
+    "layer answered whose entries held a constraint of the record's own scenario. Strict "
+    "accuracy with its 95% CI (bootstrap over scenarios) and strictly accurate / records: when "
+    "the model looked memory up, when it did not, and when a lookup brought back a constraint "
+    "of its task. Records whose memory trace is missing or unreadable are left out, and counted."
+)
+
+
+def _incentivized(summary: Summary) -> list[MemoryStat]:
+    """The incentivized arm's stats, none when no incentivized variant beyond the seed ran."""
+    stats = [m for m in summary.memory if m.kind == "incentivized"]
+    return stats if any(m.arm != "incentivized" for m in stats) else []
+
 
 def memory_groups(summary: Summary) -> dict[tuple[str, str, str, int], dict[int, MemoryStat]]:
-    """(model, channel, position, turns) -> load -> stat; a load-0 stat joins every position."""
+    """The incentivized curves: (model, channel, position, turns) -> load -> stat; a load-0
+    stat joins every position."""
     groups: dict[tuple[str, str, str, int], dict[int, MemoryStat]] = {}
-    positions = sorted({m.position for m in summary.memory if m.load}) or ["spread"]
-    for stat in summary.memory:
+    stats = _incentivized(summary)
+    positions = sorted({m.position for m in stats if m.load}) or ["spread"]
+    for stat in stats:
         for pos in positions if stat.load == 0 else [stat.position]:
             groups.setdefault((stat.model, stat.channel, pos, stat.turns), {})[stat.load] = stat
     return groups
 
 
+def layer_groups(summary: Summary) -> dict[tuple[str, str], dict[int, MemoryStat]]:
+    """The memory-layer arms' curves: (model, series) -> load -> stat; a series is a layer
+    arm's name without its load (``memory``, ``memory@command=./l.py``, ``memory-tool``)."""
+    groups: dict[tuple[str, str], dict[int, MemoryStat]] = {}
+    for stat in summary.memory:
+        if stat.kind in LAYER_KINDS:
+            groups.setdefault((stat.model, stat.series), {})[stat.load] = stat
+    return groups
+
+
+def series_title(summary: Summary, series: str, by_load: Mapping[int, MemoryStat]) -> str:
+    """A layer series as reports name it: the series with its layer (``memory (bm25)``)."""
+    layers = [summary.layers[s.arm] for s in by_load.values() if s.arm in summary.layers]
+    return f"{series} ({layers[0]})" if layers else series
+
+
+def memory_curves(summary: Summary) -> list[tuple[str, dict[int, MemoryStat]]]:
+    """Every curve of the adherence-versus-memory-size chart, labelled: the incentivized
+    arm's per model, channel and position, then each memory-layer series per model; only
+    curves of two loads or more."""
+    curves = []
+    for (model, channel, pos, turns), by_load in sorted(memory_groups(summary).items()):
+        if len(by_load) > 1:
+            label = f"{channel} ({turns} turns)" if channel == "history" else channel
+            curves.append((f"{model} · {label} · {pos}", by_load))
+    for (model, series), by_load in sorted(layer_groups(summary).items()):
+        if len(by_load) > 1:
+            curves.append((f"{model} · {series_title(summary, series, by_load)}", by_load))
+    return curves
+
+
 def memory_curve_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
-    """The adherence-versus-memory-size curve as a table: one row per model, channel,
-    position (and turns, for the history channel), one column per load."""
-    loads = sorted({m.load for m in summary.memory})
+    """The incentivized arm's adherence-versus-memory-size curve as a table: one row per
+    model, channel, position (and turns, for the history channel), one column per load."""
+    loads = sorted({m.load for m in _incentivized(summary)})
     header = ["model", "channel", "position", *(f"load {n}" for n in loads)]
     rows = []
     for (model, channel, pos, turns), by_load in sorted(memory_groups(summary).items()):
@@ -274,16 +364,111 @@ def memory_curve_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def layer_curve_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """The memory-layer arms against memory size: one row per model and series (a layer
+    arm without its load), with its layer, one column per load (strict accuracy [95% CI])."""
+    groups = layer_groups(summary)
+    loads = sorted({n for by_load in groups.values() for n in by_load})
+    header = ["model", "arm", "layer", *(f"load {n}" for n in loads)]
+    rows = []
+    for (model, series), by_load in sorted(groups.items()):
+        layers = [summary.layers[s.arm] for s in by_load.values() if s.arm in summary.layers]
+        rows.append(
+            [
+                model,
+                series,
+                layers[0] if layers else "–",
+                *(fmt_interval(by_load[n].strict_ci) if n in by_load else "–" for n in loads),
+            ]
+        )
+    return header, rows
+
+
+def fmt_fraction(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def fmt_rate_ci(rate: Rate, ci: Interval) -> str:
+    """``0.667 [0.333, 1.000] (4/6)``, or "–" without records."""
+    if rate.value is None:
+        return "–"
+    return f"{fmt_interval(ci)} ({rate.k}/{rate.n})"
+
+
+TOOL_USE_HEADER = [
+    "model",
+    "arm",
+    "records",
+    "looked up",
+    "calls per record",
+    "lookups holding a constraint",
+    "strict: looked up",
+    "strict: did not look",
+    "strict: a constraint came back",
+    "trace unavailable",
+]
+
+
+def tool_use_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """How each model used the memory tool, per memory-tool variant (:class:`ToolUse`)."""
+    rows = [_tool_use_row(summary, u) for u in summary.tool_use]
+    return list(TOOL_USE_HEADER), rows
+
+
+def _tool_use_row(summary: Summary, u: ToolUse) -> list[str]:
+    calls = u.calls_per_record
+    return [
+        u.model,
+        arm_title(summary, u.arm),
+        str(u.n),
+        f"{fmt_fraction(u.looked_share)} ({u.looked}/{u.n})",
+        "–" if calls is None else f"{calls:.2f}",
+        f"{fmt_fraction(u.held_share)} ({u.lookups_held}/{u.lookups})",
+        fmt_rate_ci(u.strict_looked, u.strict_looked_ci),
+        fmt_rate_ci(u.strict_not_looked, u.strict_not_looked_ci),
+        fmt_rate_ci(u.strict_held, u.strict_held_ci),
+        str(u.unavailable),
+    ]
+
+
+def tool_use_dict(uses: Iterable[ToolUse], layers: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The tool-use figures for the results file (``memory_tool``), one per model × variant;
+    ``layers`` names each variant's layer (:attr:`Summary.layers`)."""
+
+    def rate(r: Rate, ci: Interval) -> dict[str, Any]:
+        return {"strict": r.value, "ci95": [ci.low, ci.high], "k": r.k, "n": r.n}
+
+    return [
+        {
+            "model": u.model,
+            "arm": u.arm,
+            "layer": layers.get(u.arm),
+            "records": u.n,
+            "trace_unavailable": u.unavailable,
+            "looked_up": u.looked,
+            "looked_up_share": u.looked_share,
+            "tool_calls": u.calls,
+            "calls_per_record": u.calls_per_record,
+            "lookups": u.lookups,
+            "lookups_holding_a_constraint": u.lookups_held,
+            "held_share": u.held_share,
+            "when_looked_up": rate(u.strict_looked, u.strict_looked_ci),
+            "when_not_looked_up": rate(u.strict_not_looked, u.strict_not_looked_ci),
+            "when_a_constraint_came_back": rate(u.strict_held, u.strict_held_ci),
+        }
+        for u in uses
+    ]
+
+
 def memory_channel_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """Each channel's gap to mandated, with its CI: one row per model, load and position."""
+    stats = _incentivized(summary)
     channels = [
-        c
-        for c in ("inline", "system", "file", "history")
-        if any(m.channel == c for m in summary.memory)
+        c for c in ("inline", "system", "file", "history") if any(m.channel == c for m in stats)
     ]
     header = ["model", "load", "position", *(f"gap: {c}" for c in channels)]
     cells: dict[tuple[str, int, str], dict[str, str]] = {}
-    for stat in summary.memory:
+    for stat in stats:
         key = (stat.model, stat.load, stat.position if stat.load else "–")
         cells.setdefault(key, {})[stat.channel] = fmt_gap(stat.gap)
     rows = [
@@ -295,14 +480,15 @@ def memory_channel_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
 
 def memory_position_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """Strict accuracy by where the constraints sit, at each load above 0."""
+    stats = _incentivized(summary)
     positions = [
         p
         for p in ("start", "middle", "end", "spread")
-        if any(m.position == p and m.load for m in summary.memory)
+        if any(m.position == p and m.load for m in stats)
     ]
     header = ["model", "load", "channel", *positions]
     cells: dict[tuple[str, int, str], dict[str, str]] = {}
-    for stat in summary.memory:
+    for stat in stats:
         if stat.load:
             key = (stat.model, stat.load, stat.channel)
             cells.setdefault(key, {})[stat.position] = fmt_interval(stat.strict_ci)
@@ -314,21 +500,57 @@ def memory_position_table(summary: Summary) -> tuple[list[str], list[list[str]]]
     return header, rows
 
 
+@dataclass(frozen=True)
+class MemoryTable:
+    """One table of the memory section. Cells are plain text; the first ``names`` columns
+    hold names from outside (models, arms, layers), the others cvb's figures and labels."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    names: int = 1
+    note: str = ""
+
+
+def memory_tables(summary: Summary) -> list[MemoryTable]:
+    """The memory section's tables that have rows: what the Markdown and HTML reports and
+    the studio's Memory view show."""
+    tables = [
+        MemoryTable(
+            "Adherence versus memory size (strict accuracy [95% CI])", *memory_curve_table(summary)
+        ),
+        MemoryTable(
+            "Memory layers versus memory size (strict accuracy [95% CI])",
+            *layer_curve_table(summary),
+            names=3,
+        ),
+        MemoryTable(
+            "Position of the constraints (strict accuracy [95% CI])",
+            *memory_position_table(summary),
+        ),
+        MemoryTable("Channels: gap to mandated [95% CI]", *memory_channel_table(summary)),
+        MemoryTable(
+            "Memory lookups by the model (memory-tool)",
+            *tool_use_table(summary),
+            names=2,
+            note=TOOL_USE_NOTE,
+        ),
+    ]
+    return [t for t in tables if t.rows]
+
+
 def memory_markdown(summary: Summary) -> list[str]:
     """The "Memory arms" section, or nothing for a run without memory variants."""
-    if not summary.memory:
+    if not summary.memory and not summary.tool_use:
         return []
     out = ["## Memory arms", "", MEMORY_NOTE, ""]
-    for title, (header, rows) in (
-        ("Adherence versus memory size (strict accuracy [95% CI])", memory_curve_table(summary)),
-        ("Position of the constraints (strict accuracy [95% CI])", memory_position_table(summary)),
-        ("Channels: gap to mandated [95% CI]", memory_channel_table(summary)),
-    ):
-        if rows:
-            out += [f"### {title}", ""]
-            # the model is from outside; channels, positions and figures are cvb's own
-            out += _table(header, ([_t(row[0]), *row[1:]] for row in rows))
-            out.append("")
+    for table in memory_tables(summary):
+        out += [f"### {table.title}", ""]
+        out += _table(
+            table.header,
+            ([*map(_t, row[: table.names]), *row[table.names :]] for row in table.rows),
+        )
+        out += ["", table.note, ""] if table.note else [""]
     return out
 
 
@@ -352,7 +574,7 @@ def outcome_rows(summary: Summary) -> list[list[str]]:
             rows.append(
                 [
                     m,
-                    a,
+                    arm_title(summary, a),
                     fmt_share(o, "answered"),
                     fmt_share(o, "unparseable"),
                     fmt_share(o, "no-code"),
@@ -494,9 +716,11 @@ def ivr_dict(results: dict[tuple[str, str], IVRSummary]) -> list[dict[str, Any]]
     ]
 
 
-def _counts(rate: Rate | None) -> str:
+def _counts(rate: Rate | None, *, memory: bool = False) -> str:
     if rate is None:
         return "–"
+    if memory:
+        return f"{rate.n} / {rate.errors} / {rate.memory_errors}"
     return f"{rate.n} / {rate.errors}"
 
 

@@ -27,13 +27,14 @@ from cvb_engine.report import (
     OUTCOME_HEADER,
     OUTCOMES_NOTE,
     ReportNotes,
+    arm_title,
+    error_counts,
     fmt_gap,
     fmt_interval,
     fmt_signed,
-    memory_channel_table,
-    memory_curve_table,
-    memory_groups,
-    memory_position_table,
+    has_layer_arms,
+    memory_curves,
+    memory_tables,
     outcome_rows,
 )
 from cvb_engine.safe_text import terminal_text
@@ -108,8 +109,11 @@ def grouped_bars_svg(
     counts: Mapping[tuple[str, str], str] | None = None,
     hatched: bool = False,
     title: str = "",
+    labels: Mapping[str, str] | None = None,
 ) -> str:
-    """Grouped vertical bars on a 0–1 axis: one group per model, one bar per arm."""
+    """Grouped vertical bars on a 0–1 axis: one group per model, one bar per arm (named in
+    the legend and tooltips by ``labels``, default the arm)."""
+    names = labels or {}
     bar_w, inner_gap = 30, 4
     group_w = len(arms) * bar_w + (len(arms) - 1) * inner_gap
     # each model gets a slot wide enough for its bars and for its name under them
@@ -132,7 +136,7 @@ def grouped_bars_svg(
     for arm in arms:
         c = ARM_COLORS.get(arm, MUTED)
         fill = f"url(#hatch-{_e(arm)})" if hatched else c
-        label = f"published · {arm}" if hatched else arm
+        label = f"published · {arm}" if hatched else names.get(arm, arm)
         out.append(
             f'<rect x="{lx}" y="28" width="12" height="12" fill="{fill}" stroke="{c}"/>'
             f'<text x="{lx + 17}" y="38" font-size="12" fill="{INK}">{_e(label)}</text>'
@@ -161,7 +165,7 @@ def grouped_bars_svg(
             h = plot_h * max(0.0, min(1.0, value))
             y = top + plot_h - h
             fill = f"url(#hatch-{_e(arm)})" if hatched else c
-            tip = f"{model} · {arm}: {value:.3f}"
+            tip = f"{model} · {names.get(arm, arm)}: {value:.3f}"
             if counts and (model, arm) in counts:
                 tip += f" ({counts[(model, arm)]})"
             out.append(
@@ -328,16 +332,22 @@ def _rate_cell(rate: Rate | None, color: str) -> str:
     if rate is None or rate.value is None:
         return "<td>–</td>"
     errors = f" · {rate.errors} err" if rate.errors else ""
+    if rate.memory_errors:
+        errors += f" · {rate.memory_errors} memory failure{'s' * (rate.memory_errors != 1)}"
     return (
         f"<td{_heat(rate.value, color)}>{rate.value:.3f}"
         f'<span class="n">{rate.k}/{rate.n}{errors}</span></td>'
     )
 
 
+def _arm_heads(summary: Summary) -> str:
+    return "".join(f"<th>{_e(arm_title(summary, a))}</th>" for a in summary.arms)
+
+
 def _accuracy_table(summary: Summary) -> str:
     arms = summary.arms
     has_gap = "mandated" in arms and "incentivized" in arms
-    head = "".join(f"<th>{_e(a)}</th>" for a in arms)
+    head = _arm_heads(summary)
     head += "<th>gap (mandated − incentivized) [95% CI]</th>" if has_gap else ""
     rows = []
     for m in summary.models:
@@ -373,14 +383,12 @@ CURVE_COLORS = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a"
 
 
 def memory_curve_svg(summary: Summary) -> str:
-    """Strict accuracy against memory load, one line per model, channel and position, each
-    with its 95% CI as a band (loads are evenly spaced, in order)."""
-    loads = sorted({m.load for m in summary.memory})
-    groups = [
-        (key, by_load)
-        for key, by_load in sorted(memory_groups(summary).items())
-        if len(by_load) > 1
-    ]
+    """Strict accuracy against memory load, one line per curve of
+    :func:`cvb_engine.report.memory_curves` (the incentivized arm per model, channel and
+    position; each memory-layer series per model), each with its 95% CI as a band (loads
+    are evenly spaced, in order)."""
+    groups = memory_curves(summary)
+    loads = sorted({n for _, by_load in groups for n in by_load})
     if len(loads) < 2 or not groups:
         return ""
     left, top, plot_w, plot_h, legend_h = 60, 40, 520, 260, 18
@@ -410,7 +418,7 @@ def memory_curve_svg(summary: Summary) -> str:
             f'<text x="{sx(load):.1f}" y="{top + plot_h + 18}" font-size="11" '
             f'text-anchor="middle" fill="{MUTED}">{load}</text>'
         )
-    for i, ((model, channel, position, _turns), by_load) in enumerate(groups):
+    for i, (label, by_load) in enumerate(groups):
         color = CURVE_COLORS[i % len(CURVE_COLORS)]
         points = [
             (n, by_load[n]) for n in loads if n in by_load and by_load[n].strict.value is not None
@@ -427,7 +435,6 @@ def memory_curve_svg(summary: Summary) -> str:
             )
             out.append(f'<polygon points="{upper} {lower}" fill="{color}" fill-opacity="0.15"/>')
         line = " ".join(f"{sx(n):.1f},{sy(st.strict.value or 0):.1f}" for n, st in points)
-        label = f"{model} · {channel} · {position}"
         out.append(
             f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2" '
             f'data-curve="{_e(label)}"/>'
@@ -448,26 +455,23 @@ def memory_curve_svg(summary: Summary) -> str:
 
 
 def _memory_section(summary: Summary) -> str:
-    if not summary.memory:
+    if not summary.memory and not summary.tool_use:
         return ""
     parts = [
         "<h2>Memory arms</h2>",
         f'<p class="muted">{_e(MEMORY_NOTE)}</p>',
         memory_curve_svg(summary),
     ]
-    for title, (header, rows) in (
-        ("Adherence versus memory size (strict accuracy [95% CI])", memory_curve_table(summary)),
-        ("Position of the constraints (strict accuracy [95% CI])", memory_position_table(summary)),
-        ("Channels: gap to mandated [95% CI]", memory_channel_table(summary)),
-    ):
-        if rows:
-            parts += [f"<h3>{_e(title)}</h3>", _plain_table(header, rows)]
+    for table in memory_tables(summary):
+        parts += [f"<h3>{_e(table.title)}</h3>", _plain_table(table.header, table.rows)]
+        if table.note:
+            parts.append(f'<p class="muted">{_e(table.note)}</p>')
     return "".join(parts)
 
 
 def _constraint_table(summary: Summary) -> str:
     arms = summary.arms
-    head = "".join(f"<th>{_e(a)}</th>" for a in arms)
+    head = _arm_heads(summary)
     rows = [
         f"<tr><td>{_e(m)}</td>"
         + "".join(
@@ -491,7 +495,10 @@ def _category_tables(summary: Summary) -> str:
             + "</tr>"
             for m in summary.models
         ]
-        out.append(f"<h3>{_e(arm)}</h3><table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>")
+        out.append(
+            f"<h3>{_e(arm_title(summary, arm))}</h3>"
+            f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>"
+        )
     if "mandated" in summary.arms and "incentivized" in summary.arms:
         rows = []
         for m in summary.models:
@@ -635,9 +642,14 @@ def html_report(
     stamp = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     arms = summary.arms
     scored = sum(r.n for r in summary.strict.values())
-    errors = sum(r.errors for r in summary.strict.values())
+    errors, memory_errors = error_counts(summary)
+    layered = has_layer_arms(summary)
     facts = [*((str(k), str(v)) for k, v in (meta or {}).items())]
-    facts += [("scored records", f"{scored:,}"), ("error records", f"{errors:,}")]
+    facts.append(("scored records", f"{scored:,}"))
+    if layered:
+        facts += [("API error records", f"{errors:,}"), ("memory failures", f"{memory_errors:,}")]
+    else:
+        facts.append(("error records", f"{errors:,}"))
     meta_html = "".join(f"<li>{_e(k)}: <b>{_e(v)}</b></li>" for k, v in facts)
     parts = [
         "<!DOCTYPE html>",
@@ -653,13 +665,31 @@ def html_report(
         parts.append("<p>No scored records.</p>")
     else:
         values = {k: r.value for k, r in summary.strict.items()}
-        counts = {k: f"{r.k}/{r.n}, {r.errors} errors" for k, r in summary.strict.items()}
+        counts = {
+            k: f"{r.k}/{r.n}, {r.errors} errors"
+            + (f", {r.memory_errors} memory failures" if r.memory_errors else "")
+            for k, r in summary.strict.items()
+        }
+        errors_text = (
+            "Error records are counted apart and excluded from every denominator: API failures, "
+            "and memory failures (a memory layer failed; neither an API failure nor a "
+            "violation)."
+            if layered
+            else "Error records (API failures) are counted apart and excluded from every "
+            "denominator."
+        )
         parts += [
             "<h2>Strict accuracy per model and arm</h2>",
             '<p class="muted">Strict accuracy: share of scored records with every constraint '
-            "honored. Error records (API failures) are counted apart and excluded from every "
-            "denominator. Small grey numbers: strictly accurate / scored.</p>",
-            grouped_bars_svg(summary.models, arms, values, counts=counts, title="Your results"),
+            f"honored. {errors_text} Small grey numbers: strictly accurate / scored.</p>",
+            grouped_bars_svg(
+                summary.models,
+                arms,
+                values,
+                counts=counts,
+                title="Your results",
+                labels={a: arm_title(summary, a) for a in arms},
+            ),
             _accuracy_table(summary),
         ]
         if "mandated" in arms and "incentivized" in arms:

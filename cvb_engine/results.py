@@ -7,9 +7,10 @@ The results file (``cvb-results/2``) is the interchange format of DESIGN §6 and
      "records": [{"model", "scenario_id", "scenario_version", "category", "arm", "rep",
                   "status", "error", "response", "code", "latency_s", "usage",
                   "finish_reason", "outcome", "truncated", "reasoning", "scoring_version",
-                  "response_cut",
+                  "response_cut", "error_kind", "memory",
                   "constraints": {cid: {"honored", "checks": [...]}}, "strict",
-                  "stated_passed", ...provenance}]}
+                  "stated_passed", ...provenance}],
+     "ivr": [...], "memory_tool": [...]}
 
 An error record (``status: "error"``) carries no ``constraints``, no ``strict``
 and no ``outcome``. ``outcome`` is ``answered`` | ``unparseable`` | ``no-code``
@@ -18,6 +19,15 @@ and no ``outcome``. ``outcome`` is ``answered`` | ``unparseable`` | ``no-code``
 ``response_cut`` says cvb stored the reply cut at ``--max-response-chars``
 (true), or not (false; null for records stored before cuts existed); an
 optional field, so files without it read as before.
+``error_kind`` says what failed for an error record: ``"api"`` (the endpoint)
+or ``"memory"`` (the memory layer of a ``memory`` / ``memory-tool`` arm: never
+an API failure, never a violation); null for an ok record. ``memory`` is the
+record's memory trace as stored (:mod:`cvb_engine.memory_trace`: the layer, the
+context or every tool call and result), null for arms without a layer. Both are
+optional fields: a file without them reads as before (every error an API failure).
+``ivr`` and ``memory_tool`` (how each model used the memory tool, per memory-tool
+variant: :func:`cvb_engine.report.tool_use_dict`) are summaries written when the
+run has IVR problems or memory-tool arms; a reader recomputes them from the records.
 ``cvb-results/1`` (the same without the four new fields) is still read.
 """
 
@@ -31,13 +41,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import case, func, insert
+from sqlalchemy import case, func, insert, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
 from cvb_engine.extract import OUTCOMES
-from cvb_engine.metrics import ConstraintTally, RecordRow, Tally, ivr
-from cvb_engine.report import ivr_dict
+from cvb_engine.memory_trace import trace_value
+from cvb_engine.metrics import (
+    BOOTSTRAP_SEED,
+    ConstraintTally,
+    RecordRow,
+    Summary,
+    Tally,
+    ivr,
+    layer_names,
+    summarize,
+    tool_use,
+)
+from cvb_engine.report import ivr_dict, tool_use_dict
 from cvb_engine.run_ids import RunIdError, check_run_id
 from cvb_engine.scoring import Scored
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, utcnow
@@ -165,6 +186,8 @@ def record_dict(record: Record, constraints: dict[str, Any] | None) -> dict[str,
         "truncated": bool(record.truncated) if ok and record.truncated is not None else None,
         "reasoning": record.reasoning,
         "response_cut": record.response_cut,
+        "error_kind": None if ok else (record.error_kind or "api"),
+        "memory": trace_value(record.memory_json),
         "scoring_version": record.scoring_version if ok else None,
         "constraints": constraints if ok else None,
         "strict": record.strict if ok else None,
@@ -221,6 +244,11 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
     ivr_results = ivr(db_ivr_rows(session, [run_id]))
     if ivr_results:
         data["ivr"] = ivr_dict(ivr_results)
+    memory_rows = db_memory_rows(session, [run_id])
+    uses = tool_use(memory_rows)
+    if uses:
+        layers = layer_names({u.arm for u in uses}, memory_rows)
+        data["memory_tool"] = tool_use_dict(uses, layers)
     return data
 
 
@@ -327,6 +355,10 @@ def load_results_file(path: str | Path) -> dict[str, Any]:
                 )
         if rec["status"] not in ("ok", "error"):
             raise ResultsFileError(f"{p}: records[{i}].status: expected 'ok' or 'error'")
+        if rec.get("error_kind") not in (None, "api", "memory"):
+            raise ResultsFileError(
+                f"{p}: records[{i}].error_kind: expected 'api', 'memory' or null"
+            )
         if rec["status"] == "ok":
             if not isinstance(rec.get("strict"), bool):
                 raise ResultsFileError(f"{p}: records[{i}].strict: expected true or false")
@@ -370,9 +402,21 @@ def rows_from_results(data: dict[str, Any]) -> list[RecordRow]:
             stated_passed=r.get("stated_passed") if r["status"] == "ok" else None,
             outcome=r.get("outcome"),
             truncated=bool(r.get("truncated")),
+            error_kind=r.get("error_kind"),
+            # read back as the text a store keeps: the trace is validated where it is read
+            memory=_trace_text(r.get("memory")),
         )
         for r in data["records"]
     ]
+
+
+def _trace_text(value: object) -> str | None:
+    if value is None:
+        return None
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def db_ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
@@ -416,7 +460,9 @@ def db_tallies(
     scored = (col(Record.status) == "ok") & col(Record.strict).is_not(None)
     n_scored = func.sum(case((scored, 1), else_=0))
     n_strict = func.sum(case((scored & (col(Record.strict).is_(True)), 1), else_=0))
-    n_errors = func.sum(case((scored, 0), else_=1))
+    memory_failure = (col(Record.status) == "error") & (col(Record.error_kind) == "memory")
+    n_errors = func.sum(case((scored, 0), (memory_failure, 0), else_=1))
+    n_memory_errors = func.sum(case((memory_failure, 1), else_=0))
     outcome = col(Record.outcome)
     answered = scored & (outcome.is_(None) | (outcome == "answered"))
     n_unparseable = func.sum(case((scored & (outcome == "unparseable"), 1), else_=0))
@@ -436,6 +482,7 @@ def db_tallies(
             n_no_code,
             n_truncated,
             n_answered_strict,
+            n_memory_errors,
         )
         .where(col(Record.run_id).in_(ids))
         .group_by(Record.model, Record.arm, Record.scenario_id, Record.category)
@@ -476,6 +523,77 @@ def db_tallies(
         for m, a, s, c, cid, n, k, na, ka in session.execute(cstmt)
     ]
     return tallies, ctallies
+
+
+def _layer_arm(kind: str) -> Any:
+    return or_(col(Record.arm) == kind, col(Record.arm).startswith(kind + "@"))
+
+
+def db_memory_rows(session: Session, run_ids: Iterable[str], batch: int = 500) -> list[RecordRow]:
+    """The records :func:`cvb_engine.metrics.summarize` reads memory traces from: every record
+    of a ``memory-tool`` variant (its tool-use figures), and of each other memory-layer arm
+    one record with a trace (its layer's name), never the response texts."""
+    ids = list(run_ids)
+    if not ids:
+        return []
+    columns = (
+        col(Record.id),
+        col(Record.model),
+        col(Record.scenario_id),
+        col(Record.category),
+        col(Record.arm),
+        col(Record.status),
+        col(Record.strict),
+        col(Record.error_kind),
+        col(Record.memory_json),
+    )
+
+    def row(values: Any) -> RecordRow:
+        _, model, sid, cat, arm, status, strict, kind, memory = values
+        return RecordRow(model, sid, cat, arm, status, strict, error_kind=kind, memory=memory)
+
+    out: list[RecordRow] = []
+    last = 0
+    while True:  # in batches: traces hold the layer's answers, some large
+        chunk = session.execute(
+            sa_select(*columns)
+            .where(col(Record.run_id).in_(ids), _layer_arm("memory-tool"), col(Record.id) > last)
+            .order_by(col(Record.id))
+            .limit(batch)
+        ).all()
+        if not chunk:
+            break
+        out += [row(v) for v in chunk]
+        last = int(chunk[-1][0])
+    arms = session.execute(
+        sa_select(col(Record.arm))
+        .where(
+            col(Record.run_id).in_(ids), _layer_arm("memory"), col(Record.memory_json).is_not(None)
+        )
+        .distinct()
+    ).all()
+    for (arm,) in arms:
+        first = session.execute(
+            sa_select(*columns)
+            .where(
+                col(Record.run_id).in_(ids),
+                col(Record.arm) == arm,
+                col(Record.memory_json).is_not(None),
+            )
+            .order_by(case((col(Record.status) == "ok", 0), else_=1), col(Record.id))
+            .limit(1)
+        ).first()
+        if first is not None:
+            out.append(row(first))
+    return out
+
+
+def db_summary(session: Session, run_ids: Iterable[str], *, seed: int = BOOTSTRAP_SEED) -> Summary:
+    """Every metric of the runs ``run_ids``: tallies aggregated in the database, and the
+    memory-layer arms' traces (:func:`db_memory_rows`)."""
+    ids = list(run_ids)
+    tallies, ctallies = db_tallies(session, ids)
+    return summarize(tallies, ctallies, seed=seed, traces=db_memory_rows(session, ids))
 
 
 def scoring_versions(session: Session, run_ids: Iterable[str]) -> dict[int, int]:

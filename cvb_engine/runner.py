@@ -9,7 +9,9 @@ Guarantees:
   flight (one per worker). Answers a kill left unscored are scored on resume.
 * **Nothing twice.** A cell (run, model, scenario, arm, rep) is unique in the
   store; re-running a run id sends only the cells without a successful record
-  and overwrites error records in place.
+  and overwrites error records in place. Runners that share a run (``--join``,
+  on any machine) claim its cells in batches with leases (:mod:`cvb_engine.claims`):
+  no cell is sent by two healthy runners.
 * **Nothing mixed.** A run id is bound to its matrix (models, scenario
   versions, arms, repetitions, sampling parameters, prompt version); a
   different matrix under the same id is refused.
@@ -46,7 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -54,6 +56,7 @@ import httpx2
 import openai
 from sqlalchemy import func
 from sqlalchemy import select as sa_select
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -67,6 +70,7 @@ from cvb_engine.arms import (
     parse_arm,
     parse_arms,
 )
+from cvb_engine.claims import LEASE_S, CellFeed, ClaimError, RunClaims, runners, worker_name
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
@@ -329,6 +333,8 @@ async def call_once(
     seed: int | None,
     secret: str = "",
     max_chars: int = MAX_RESPONSE_CHARS,
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
 ) -> Reply:
     """One chat completion, read and validated by :func:`cvb_engine.replies.parse_completion`.
 
@@ -344,6 +350,9 @@ async def call_once(
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
     if seed is not None:
         kwargs["seed"] = seed
+    if tools:
+        kwargs["tools"] = tools
+        kwargs["tool_choice"] = tool_choice or "auto"
     # The raw response: the body is parsed here, not by the client's unvalidated models.
     raw = await client.chat.completions.with_raw_response.create(
         model=model,
@@ -351,7 +360,9 @@ async def call_once(
         **kwargs,
     )
     http = raw.http_response
-    return parse_completion(http.content, secret=secret, max_chars=max_chars, body_cut=is_cut(http))
+    return parse_completion(
+        http.content, secret=secret, max_chars=max_chars, body_cut=is_cut(http), tools=bool(tools)
+    )
 
 
 async def call_with_retries(
@@ -366,6 +377,8 @@ async def call_with_retries(
     retry_after_cap_s: float,
     secret: str,
     max_chars: int = MAX_RESPONSE_CHARS,
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
 ) -> Finished:
     """Call until success or ``max_attempts``; a failure becomes an error result.
 
@@ -388,6 +401,8 @@ async def call_with_retries(
                 seed=seed,
                 secret=secret,
                 max_chars=max_chars,
+                tools=tools,
+                tool_choice=tool_choice,
             )
             return Finished(
                 cell=("", "", "", 0),
@@ -402,6 +417,7 @@ async def call_with_retries(
                 messages_sha256="",
                 reasoning=reply.reasoning,
                 response_cut=reply.cut,
+                tool_calls=reply.tool_calls,
             )
         except openai.AuthenticationError as exc:
             raise FatalEndpointError(
@@ -450,6 +466,7 @@ async def call_with_retries(
         finish_reason=None,
         attempts=attempt,
         messages_sha256="",
+        error_kind="api",
     )
 
 
@@ -554,6 +571,76 @@ class RunOptions:
     sandbox: str | None = None
     # --memory-sweep specs (key=v1,v2): their incentivized variants join the arms
     memory_sweep: list[str] | None = None
+    # --join: take part in the existing run --run-id, its matrix read from the store
+    join: bool = False
+    # the runner's name on its records and claims (--worker); None: host:pid
+    worker: str | None = None
+    # seconds a claim on a cell lasts unless renewed (--lease, hidden: for tests)
+    lease_s: float = LEASE_S
+    # the matrix options the caller set (with join, the others come from the store);
+    # None: those that differ from these defaults
+    given: frozenset[str] | None = None
+
+
+#: The options that make a run's matrix (what --join reads from the store).
+MATRIX_OPTIONS = (
+    "scenarios",
+    "models",
+    "arms",
+    "memory_sweep",
+    "runs",
+    "categories",
+    "only",
+    "temperature",
+    "max_tokens",
+    "seed",
+)
+
+
+def join_options(o: RunOptions) -> RunOptions:
+    """``o`` with every matrix option it does not set taken from the stored run ``o.run_id``.
+
+    What it does set is kept: a different matrix is then refused when the run is bound.
+
+    Raises:
+        RunError: no run id, no such run, or its scenario library is not where it says.
+    """
+    if not o.run_id:
+        raise RunError("--join needs --run-id: the run to take part in")
+    url = database_url(o.db)
+    with Session(get_engine(url)) as session:
+        run = session.get(Run, o.run_id)
+    if run is None:
+        label = make_url(url).render_as_string(hide_password=True)
+        raise RunError(
+            f"no run {o.run_id!r} to join in the store {label}: start it without --join "
+            "(or point --db at the store it is in)"
+        )
+    params = run.params
+    defaults = RunOptions()
+    given = (
+        o.given
+        if o.given is not None
+        else frozenset(f for f in MATRIX_OPTIONS if getattr(o, f) != getattr(defaults, f))
+    )
+    take: dict[str, Any] = {}
+    if "scenarios" not in given and params.get("scenarios_path"):
+        take["scenarios"] = str(params["scenarios_path"])
+        if not Path(take["scenarios"]).exists():
+            raise RunError(
+                f"run {o.run_id!r} was started with the scenario library "
+                f"{take['scenarios']!r}, which is not here: point --scenarios at a copy of it"
+            )
+    if not {"only", "categories"} & given and params.get("scenarios"):
+        take["only"] = sorted(params["scenarios"])
+    if "models" not in given and params.get("models"):
+        take["models"] = list(params["models"])
+    if not {"arms", "memory_sweep"} & given and params.get("arms"):
+        take["arms"], take["memory_sweep"] = list(params["arms"]), None
+    for name in ("runs", "temperature", "max_tokens", "seed"):
+        if name not in given and name in params:
+            take[name] = params[name]
+    return replace(o, **take)
 
 
 @dataclass
@@ -561,7 +648,11 @@ class RunOutcome:
     run_id: str
     matrix: Matrix
     progress: Progress
+    # the run's status; running when other runners go on with it (cancelled: this
+    # runner was, and they are still stopping)
     status: str
+    # the run's other live runners when this one left
+    others: list[str] = field(default_factory=list)
 
 
 def pool_path(scenarios: str) -> Path:
@@ -575,10 +666,17 @@ def _default_run_id() -> str:
     return new_run_id()
 
 
+def layer_state_root() -> Path:
+    """Where command layers keep their state: ``$CVB_LAYER_STATE``, else ``data/memory-layers``."""
+    return Path(os.environ.get("CVB_LAYER_STATE") or Path("data") / "memory-layers")
+
+
 class BenchmarkRun:
     """One invocation of ``cvb run``: plan, bind to the store, send, record."""
 
     sandbox_name: str | None = None
+    run_id: str | None = None
+    cells: CellFeed  # what the workers send, claimed from the run's queue (set by _execute)
 
     def __init__(
         self,
@@ -593,6 +691,8 @@ class BenchmarkRun:
                 check_run_id(options.run_id, "run_id")
             except RunIdError as exc:
                 raise RunError(str(exc)) from None
+        if options.join:
+            options = self.o = join_options(options)
         try:
             library = load_library(options.scenarios)
         except ScenarioError as exc:
@@ -605,6 +705,15 @@ class BenchmarkRun:
         if not variants:
             raise RunError(f"no arms to run; the seed arms are {', '.join(ARMS)}")
         self.arms = arm_order(variants)  # one set of arms, one matrix, whatever the order given
+        for name in self.arms:  # a live arm names a layer that must exist (not yet be reached)
+            variant = parse_arm(name)
+            if variant.live:
+                from cvb_engine.arms.layered import layer_spec
+
+                try:
+                    layer_spec(variant.params)
+                except ArmError as exc:
+                    raise RunError(f"arm {name}: {exc}") from None
         self.arm_context = ArmContext(pool_path(options.scenarios))
         if (
             options.runs < 1
@@ -730,6 +839,8 @@ class BenchmarkRun:
                 f"run {run_id!r} exists with a different matrix ({changes}). "
                 "Resume it with the same arguments, or choose a new --run-id."
             )
+        else:
+            self._check_runners(run, session)
         rows = session.execute(
             sa_select(
                 col(Record.model),
@@ -765,6 +876,68 @@ class BenchmarkRun:
             return self.bind(matrix, session)
         return run_id, todo, stored
 
+    @functools.cached_property
+    def worker(self) -> str:
+        """This runner's name on its records and claims: ``--worker``, else ``host:pid``."""
+        return worker_name(self.o.worker)
+
+    def _check_runners(self, run: Run, session: Session) -> None:
+        """Before binding an existing run: this runner's name is free, and a cancel that
+        its runners still carry out is not undone (a cancel nobody carries out any more
+        is cleared: this runner resumes the run).
+
+        Raises:
+            RunError: a live runner of the run has this name, or the run is being cancelled.
+        """
+        states = runners(session, run.id)
+        live = [s for s in states if s.live]
+        if any(s.worker == self.worker for s in live):
+            raise RunError(
+                f"a runner named {self.worker!r} is already taking part in run {run.id!r}: "
+                "give this one another --worker name"
+            )
+        if run.cancel_requested:
+            if live:
+                raise RunError(
+                    f"run {run.id!r} is being cancelled: {len(live)} runner(s) still finish "
+                    "their cells; resume it once they have stopped"
+                )
+            run.cancel_requested = None
+
+    async def probe_tools(self, models: list[str], key: str) -> None:
+        """With a memory-tool arm: one request per model, before the run, that must make
+        a tool call; a model without tool support stops the run before it starts.
+
+        Raises:
+            RunError: a model refused or ignored the tool.
+        """
+        if not any(parse_arm(a).kind.name == "memory-tool" for a in self.arms):
+            return
+        from cvb_engine.memory_run import probe_tools
+
+        client = make_client(
+            self.endpoint,
+            key,
+            self.o.timeout_s,
+            1,
+            ssl_context=self.ssl_context,
+            max_response_chars=self.o.max_response_chars,
+        )
+        try:
+            for model in models:
+                problem = await probe_tools(client, model, key)
+                if problem:
+                    raise RunError(
+                        _server_text(
+                            f"the memory-tool arm needs tool calls (the OpenAI tools API), and "
+                            f"{self.endpoint.base_url} with model {model} does not make them: "
+                            f"{problem}. Drop the memory-tool arm for this endpoint.",
+                            key,
+                        )
+                    )
+        finally:
+            await client.close()
+
     def sandbox_backend(self) -> str | None:
         """The backend that will judge this run's executed checks, or None when no
         scenario of the run executes model code.
@@ -793,38 +966,86 @@ class BenchmarkRun:
             await recorder.close()  # a recorder never told about a run just exits
 
     async def _execute(self, key: str, recorder: Recorder) -> RunOutcome:
+        if self.o.lease_s <= 0:
+            raise RunError("--lease must be more than 0 seconds")
         models = await self.resolve_models(key)
+        await self.probe_tools(models, key)
         matrix = self.matrix(models)
         url = database_url(self.o.db)
         engine = get_engine(url)
         with Session(engine, expire_on_commit=False) as session:
             run_id, todo, stored = self.bind(matrix, session)
+        self.run_id = run_id  # a live arm's layer keeps the run's memory under it
         progress = Progress(total=len(todo), skipped=matrix.size - len(todo))
-        recorder.begin(Setup(url=url, run_id=run_id, library=self.library, stored=stored))
+        # The cells are claimed from the run's queue as the workers need them: any
+        # number of runners can send one run (cvb_engine.claims).
+        claims = RunClaims(
+            engine, run_id, self.worker, lease_s=self.o.lease_s, errors_only=self.o.retry_errors
+        )
+        self.cells = CellFeed(claims, self.o.concurrency, lambda: (progress.done, progress.errors))
         status = "failed"  # unless the sending ends as it should
+        joined = False
+        others: list[str] = []
         try:
+            try:
+                claims.join(todo, api_key_env=self.endpoint.api_key_env or None)
+                joined = True
+            except ClaimError as exc:
+                raise RunError(str(exc)) from None
+            recorder.begin(
+                Setup(
+                    url=url,
+                    run_id=run_id,
+                    library=self.library,
+                    stored=stored,
+                    worker=self.worker,
+                )
+            )
+            self.cells.start()
             await self._send(todo, matrix, key, recorder, progress)
-            status = "finished"  # if the store agrees, below
+            status = "cancelled" if self.cells.cancelled else "finished"  # see below
         except asyncio.CancelledError:
             status = "cancelled"
+        except ClaimError as exc:
+            raise RunError(str(exc)) from None
         finally:
             # Everything sent is committed and scored before the run is marked done.
+            await self.cells.close()
             await recorder.close()
+            failed = recorder.failure is not None or status == "failed"
+            if joined:
+                mine = "failed" if failed else status
+                others = claims.leave(mine, progress.done, progress.errors)
+            claims.close()
             with Session(engine) as session:
-                if status == "finished" and _stored_cells(session, run_id) < matrix.size:
-                    status = "incomplete"  # a resume sends what is missing
+                complete = _stored_cells(session, run_id) >= matrix.size
                 run = session.get(Run, run_id)
                 if run is not None:
-                    run.status = status if recorder.failure is None else "failed"
+                    if others and not complete:
+                        # Other runners go on: the last one out writes the run's status,
+                        # and the run's process is one of theirs now.
+                        live = [s for s in runners(session, run_id) if s.live]
+                        if live:
+                            run.pid, run.host = live[0].pid, live[0].host
+                        if status != "cancelled":  # this runner's end, not the run's
+                            status = "running"
+                    else:
+                        if failed:
+                            status = "failed"
+                        elif complete:
+                            status = "finished"
+                        elif status == "finished":
+                            status = "incomplete"  # a resume sends what is missing
+                        run.status = status
+                        run.pid = None
                     run.updated = utcnow()
-                    run.pid = None
                     session.add(run)
                     session.commit()
             if self.on_progress:
                 self.on_progress(progress, True)
         if recorder.failure is not None:
             raise RunError(f"storing results failed: {recorder.failure}") from recorder.failure
-        return RunOutcome(run_id, matrix, progress, status)
+        return RunOutcome(run_id, matrix, progress, status, others)
 
     async def _send(
         self, todo: list[Cell], matrix: Matrix, key: str, recorder: Recorder, progress: Progress
@@ -846,7 +1067,7 @@ class BenchmarkRun:
             for _ in range(n_workers)
         ]
         messages_cache: dict[tuple[str, str], tuple[list[Message], str]] = {}
-        pending = iter(todo)
+        pending = self.cells  # claimed as the workers go (cvb_engine.claims)
 
         def messages_for(sid: str, arm: str) -> tuple[list[Message], str]:
             key_ = (sid, arm)
@@ -855,11 +1076,18 @@ class BenchmarkRun:
                 messages_cache[key_] = (msgs, messages_sha256(msgs))
             return messages_cache[key_]
 
-        async def worker(client: openai.AsyncOpenAI) -> None:
-            for cell in pending:
-                model, sid, arm, rep = cell
-                msgs, digest = messages_for(sid, arm)
-                result = await call_with_retries(
+        # The live arms' layers ingest the project's memory before any cell is sent.
+        layers = await self._open_layers({arm for _, _, arm, _ in todo})
+
+        async def answer(client: openai.AsyncOpenAI, cell: Cell) -> Finished:
+            model, sid, arm, rep = cell
+
+            async def send(
+                msgs: list[Message],
+                tools: list[dict[str, Any]] | None = None,
+                tool_choice: str | None = None,
+            ) -> Finished:
+                return await call_with_retries(
                     client,
                     model,
                     msgs,
@@ -872,9 +1100,27 @@ class BenchmarkRun:
                     retry_after_cap_s=self.o.retry_after_cap_s,
                     secret=key,
                     max_chars=self.o.max_response_chars,
+                    tools=tools,
+                    tool_choice=tool_choice,
                 )
-                result.cell = cell
+
+            if arm in layers:
+                from cvb_engine.memory_run import answer_memory, answer_tool
+
+                layer = layers[arm]
+                live = answer_tool if layer.variant.kind.name == "memory-tool" else answer_memory
+                result = await live(layer, sid, send)
+            else:
+                msgs, digest = messages_for(sid, arm)
+                result = await send(msgs)
                 result.messages_sha256 = digest
+            result.cell = cell
+            result.tool_calls = ()
+            return result
+
+        async def worker(client: openai.AsyncOpenAI) -> None:
+            async for cell in pending:
+                result = await answer(client, cell)
                 # The next request waits until this answer is committed: a kill -9
                 # then loses at most one answer per worker, i.e. what is in flight.
                 try:
@@ -906,6 +1152,38 @@ class BenchmarkRun:
             gc.unfreeze()
             for client in clients:
                 await client.close()
+            for layer in layers.values():
+                await layer.close()
+
+    async def _open_layers(self, arms: set[str]) -> dict[str, Any]:
+        """A :class:`~cvb_engine.memory_run.LayerRun` per live arm among ``arms``, ingested.
+
+        Raises:
+            RunError: a layer failed to ingest the run's memory (nothing is sent).
+        """
+        live = [a for a in arm_order(arms) if parse_arm(a).live]
+        if not live:
+            return {}
+        from cvb_engine.memory_run import LayerRun, LayerRunError
+
+        scenarios = {sid: item.scenario for sid, item in sorted(self.library.items())}
+        opened: dict[str, Any] = {}
+        try:
+            for arm in live:
+                layer = LayerRun(
+                    parse_arm(arm),
+                    scenarios,
+                    self.arm_context,
+                    self.run_id or "",
+                    layer_state_root(),
+                )
+                await layer.open()
+                opened[arm] = layer
+        except LayerRunError as exc:
+            for layer in opened.values():
+                await layer.close()
+            raise RunError(f"memory layer: {exc}") from None
+        return opened
 
 
 def _stored_cells(session: Session, run_id: str) -> int:
@@ -931,39 +1209,77 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+class _Given(argparse.Action):
+    """Stores an option's value and notes that it was given: ``--join`` takes the matrix
+    options that were not given from the stored run."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given = frozenset({*getattr(namespace, "given", ()), self.dest})
+
+
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scenarios", default="scenarios", help="scenario directory or file")
     p.add_argument(
-        "--models", type=_csv, help="comma-separated model ids (default: probe the catalog)"
+        "--scenarios", action=_Given, default="scenarios", help="scenario directory or file"
+    )
+    p.add_argument(
+        "--models",
+        action=_Given,
+        type=_csv,
+        help="comma-separated model ids (default: probe the catalog)",
     )
     p.add_argument(
         "--arms",
+        action=_Given,
         type=_csv,
         default=list(ARMS),
-        help="comma-separated arms: seed arms and variants such as "
-        "incentivized@load=50,position=middle,channel=system",
+        help="comma-separated arms: seed arms, variants such as "
+        "incentivized@load=50,channel=system, memory layers (memory, "
+        "memory@command=./layer.py, memory-tool)",
     )
     p.add_argument(
         "--memory-sweep",
+        action=_Given,
         nargs="+",
         metavar="KEY=V1,V2",
         help="add every incentivized variant of these values, e.g. --memory-sweep "
-        "load=0,10,50,200 position=start,end channel=inline,system",
+        "load=0,10,50,200 position=start,end channel=inline,system; arm=incentivized,memory "
+        "sweeps those kinds (a memory layer's load curve beside the prompt's)",
     )
-    p.add_argument("--runs", type=int, default=DEFAULTS["runs"], help="repetitions per cell")
-    p.add_argument("--categories", type=_csv, help="only these categories")
-    p.add_argument("--only", type=_csv, help="only these scenario ids")
+    p.add_argument(
+        "--runs", action=_Given, type=int, default=DEFAULTS["runs"], help="repetitions per cell"
+    )
+    p.add_argument("--categories", action=_Given, type=_csv, help="only these categories")
+    p.add_argument("--only", action=_Given, type=_csv, help="only these scenario ids")
     p.add_argument("--endpoint", help="a named endpoint preset (groq, openai, local, or your own)")
     p.add_argument("--base-url", help="OpenAI-compatible base URL")
     p.add_argument("--api-key-env", help="NAME of the environment variable holding the key")
     p.add_argument(
-        "--temperature", type=float, default=DEFAULTS["temperature"], help="sampling temperature"
+        "--temperature",
+        action=_Given,
+        type=float,
+        default=DEFAULTS["temperature"],
+        help="sampling temperature",
     )
     p.add_argument(
-        "--max-tokens", type=int, default=DEFAULTS["max_tokens"], help="completion tokens per call"
+        "--max-tokens",
+        action=_Given,
+        type=int,
+        default=DEFAULTS["max_tokens"],
+        help="completion tokens per call",
     )
     p.add_argument(
-        "--seed", type=int, default=DEFAULTS["seed"], help="base seed (+rep); -1 sends none"
+        "--seed",
+        action=_Given,
+        type=int,
+        default=DEFAULTS["seed"],
+        help="base seed (+rep); -1 sends none",
     )
     p.add_argument(
         "--concurrency", type=int, default=DEFAULTS["concurrency"], help="requests in flight"
@@ -1005,7 +1321,21 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
     p.add_argument("--note", help="a free-text note stored with the run")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument(
+        "--join",
+        action="store_true",
+        help="take part in the existing run --run-id (its matrix comes from the store; "
+        "this runner's endpoint and key are its own)",
+    )
+    p.add_argument(
+        "--worker",
+        metavar="NAME",
+        help="this runner's name on its records and claims (default: host:pid)",
+    )
+    # How long a claim on a cell lasts unless renewed: short in tests of dying runners.
+    p.add_argument("--lease", type=float, default=LEASE_S, help=argparse.SUPPRESS)
     cli.add_sandbox_argument(p)
+    p.set_defaults(given=frozenset())
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -1033,6 +1363,10 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         note=args.note,
         sandbox=args.sandbox,
         memory_sweep=args.memory_sweep,
+        join=args.join,
+        worker=args.worker,
+        lease_s=args.lease,
+        given=frozenset(getattr(args, "given", ())),
     )
 
 
@@ -1053,6 +1387,15 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
         + ")\n"
     )
     shown.write(f"arms       {', '.join(matrix.arms)}\n")
+    for arm in matrix.arms:
+        variant = parse_arm(arm)
+        if variant.live:
+            from cvb_engine.arms.layered import layer_spec
+
+            spec = layer_spec(variant.params)
+            what = "answers a tool" if variant.kind.name == "memory-tool" else "gives the context"
+            key = f", key {_key_line(spec.key_env)}" if spec.key_env else ""
+            shown.write(f"layer      {arm}: {spec.label} {what} (not reached in a dry run{key})\n")
     try:
         backend = run.sandbox_backend()
         shown.write(f"sandbox    {backend or 'none needed: no scenario executes model code'}\n")
@@ -1129,6 +1472,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"run {outcome.run_id}: {outcome.status}; sent {p.done} ({p.ok} ok, {p.errors} errors), "
         f"{p.skipped} already done, matrix {outcome.matrix.size}"
     )
+    by_others = outcome.matrix.size - p.skipped - p.done
+    if outcome.status == "finished" and by_others > 0:
+        say(f"  other runners of the run sent the other {by_others} cells")
+    if outcome.others and outcome.status in ("running", "cancelled"):
+        say(
+            f"  {len(outcome.others)} other runner(s) still work on it: "
+            + ", ".join(outcome.others)
+        )
     if outcome.status == "incomplete":
         say(
             f"  some cells have no record; send them with: cvb run --run-id {outcome.run_id} "

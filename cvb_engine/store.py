@@ -60,7 +60,7 @@ class Run(SQLModel, table=True):
     pid: int | None = None
     host: str | None = None
     note: str | None = None
-    # schema 5: set by Cancel (the studio, `cvb cancel`): every runner of the run stops
+    # schema 5: set by Cancel (the studio's Run page): every runner of the run stops
     # sending at its next cell, on any machine (NULL: never asked).
     cancel_requested: bool | None = None
 
@@ -107,7 +107,7 @@ class Record(SQLModel, table=True):
     error_kind: str | None = None
     # schema 5: JSON of what a memory layer gave this cell (memory and memory-tool arms:
     # the layer's name and version, the context or every tool call and result, latencies;
-    # cvb_engine.memory_layers.MemoryTrace); NULL for arms that use no layer.
+    # the memory trace of cvb_engine.memory_run); NULL for arms that use no layer.
     memory_json: str | None = Field(default=None, sa_column=Column(Text))
     # schema 5: the runner that produced the record (`--worker`, host:pid by default).
     worker: str | None = None
@@ -159,26 +159,32 @@ class CheckOutcome(SQLModel, table=True):
 
 
 class CellClaim(SQLModel, table=True):
-    """schema 5: a runner's lease on one cell of a run (many runners, one run; DESIGN §13).
+    """schema 5: one open cell of a run in the run's queue, and the lease a runner holds on it
+    (many runners, one run; DESIGN §13; :mod:`cvb_engine.claims`).
 
-    A cell is claimable when it has no claim or its lease has expired; a runner renews
-    the leases of the cells it holds while it works and deletes them once their records
-    are committed.
+    A runner that binds a run puts the cells it would send here, unclaimed (``worker``
+    NULL); a runner claims a batch of rows that are unclaimed or whose lease has expired,
+    renews the leases of the rows it holds while it works, and the recorder deletes a
+    row in the transaction that commits the cell's record.
     """
 
     __table_args__ = (
         UniqueConstraint("run_id", "model", "scenario_id", "arm", "rep", name="uq_claim_cell"),
+        # claims take a run's rows in queue order
+        Index("ix_cellclaim_run_queue", "run_id", "id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    run_id: str = Field(foreign_key="run.id", index=True)
+    run_id: str = Field(foreign_key="run.id")
     model: str
     scenario_id: str
     arm: str
     rep: int
-    worker: str
-    claimed_at: datetime = Field(default_factory=utcnow)
-    lease_until: datetime
+    # the runner holding the cell, NULL while nobody does; times in the database
+    # server's clock (cvb_engine.claims)
+    worker: str | None = None
+    claimed_at: datetime | None = None
+    lease_until: datetime | None = None
 
 
 class RunWorker(SQLModel, table=True):
@@ -195,10 +201,15 @@ class RunWorker(SQLModel, table=True):
     api_key_env: str | None = None
     started: datetime = Field(default_factory=utcnow)
     heartbeat: datetime = Field(default_factory=utcnow)
+    # the lease it takes on the cells it claims, in seconds (its heartbeat renews them
+    # every third of that): a running worker silent for longer has lapsed
+    lease_s: float = 60.0
+    # records it committed, and how many of them are error records
     cells_done: int = 0
     cells_failed: int = 0
-    # running | finished | cancelled | failed (a running worker whose heartbeat is
-    # older than its lease has lapsed: see the claims module)
+    # running | finished | cancelled | failed | died (found gone on its host by a runner
+    # starting there); a running worker whose heartbeat is older than its lease has
+    # lapsed (cvb_engine.claims)
     status: str = "running"
 
 

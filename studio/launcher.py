@@ -43,6 +43,7 @@ from cvb_engine import ARMS, LoadedScenario, ScenarioError, load_library
 from cvb_engine import new_run_id as new_run_id  # the run page names runs with these
 from cvb_engine import run_id_problem as run_id_problem
 from cvb_engine.arms import ArmContext, ArmError, arm_order, expand_sweep, parse_arms
+from cvb_engine.claims import request_cancel
 from cvb_engine.endpoints import (
     BUILTIN,
     DEFAULT_MODEL_COUNT,
@@ -65,7 +66,7 @@ from cvb_engine.runner import (
     probe_catalog,
     select_scenarios,
 )
-from cvb_engine.store import Run
+from cvb_engine.store import Run, database_url, get_engine
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 ENDPOINT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
@@ -541,19 +542,41 @@ def ended_early(recent: list[Launch], runs: dict[str, RunProgress]) -> list[Laun
     return out
 
 
-def cancel(progress: RunProgress | None, pending: Launch | None = None) -> int:
-    """Send SIGTERM to a run's process: it stops, keeping every finished cell.
+class CancelAsked(LaunchError):
+    """Not a failure: the run's runners were asked to stop through the store, and no
+    process of it runs here to signal (the message says so)."""
 
-    Returns the pid signalled. Refuses a run on another host (it cannot be
-    signalled from here) and a process that is gone.
+
+def cancel(
+    progress: RunProgress | None, pending: Launch | None = None, *, db_url: str | None = None
+) -> int:
+    """Stop a run, keeping every finished cell: every runner of it, on any machine, is
+    asked through the store (:func:`cvb_engine.claims.request_cancel`: each stops at its
+    next claim or heartbeat, its cells in flight stored), and its process here gets
+    SIGTERM.
+
+    Returns the pid signalled. Refuses a process that is gone, and one on another host
+    (it cannot be signalled from here; the message says whether its runners were asked).
     """
+    asked = False
+    if progress is not None and progress.active:
+        asked = request_cancel(get_engine(database_url(db_url)), progress.run_id)
     if progress is not None and progress.active and progress.pid is not None:
         pid, host, started_by = progress.pid, progress.host, progress.updated
     elif pending is not None:
         pid, host, started_by = pending.pid, pending.host, pending.started_at
+    elif asked:
+        raise CancelAsked(
+            "asked the run's runners to stop through the store; no process of it runs here"
+        )
     else:
         raise LaunchError("this run has no process to stop")
     if host != this_host():
+        if asked:
+            raise CancelAsked(
+                f"asked every runner of the run to stop through the store: each stops at its "
+                f"next cell. Its process on {host} cannot be signalled from here"
+            )
         raise LaunchError(
             f"the run's process runs on {host}, not here: stop it there (kill -TERM {pid})"
         )

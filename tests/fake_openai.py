@@ -7,7 +7,7 @@ Two ways to use it:
       with FakeOpenAI(models=["m-a", "m-b"], faults=FaultPlan(script=["429", "ok"])) as server:
           client = openai.OpenAI(base_url=server.base_url, api_key="sk-anything")
           ...
-          server.log       # [ServedRequest(path, model, messages_sha256, outcome, t), ...]
+          server.log       # [ServedRequest(path, model, messages_sha256, outcome, t, seed), ...]
           server.counts()  # {("m-a", "429"): 1, ("m-a", "ok"): 1}
 
 * As a process (for tests that kill or launch things)::
@@ -57,6 +57,7 @@ __all__ = [
     "ReplyFn",
     "ServedRequest",
     "Step",
+    "ToolMode",
     "default_reply",
     "main",
     "messages_sha256",
@@ -75,9 +76,15 @@ Step: TypeAlias = Literal[
 
 Outcome: TypeAlias = str
 """A :data:`Step`, or one of ``unauthorized``, ``model_not_found``, ``bad_request``,
-``not_found``, ``reply_error`` (the reply callable raised)."""
+``not_found``, ``reply_error`` (the reply callable raised), ``tool_call`` (a tool call
+was sent)."""
 
 ReplyFn: TypeAlias = Callable[[dict[str, Any]], str | dict[str, Any]]
+
+ToolMode: TypeAlias = Literal["call", "ignore", "refuse"]
+"""What the server does with a request that offers ``tools``: ``call`` makes a tool
+call (when ``tool_choice`` names a tool, or for the first ``tool_rounds`` rounds of
+``auto``), ``ignore`` answers as if no tool were offered, ``refuse`` answers 400."""
 """``reply(request_json)`` → assistant content, or a dict used verbatim as the JSON body."""
 
 ALL_FAULT_KINDS: Final[tuple[FaultKind, ...]] = get_args(FaultKind)
@@ -173,6 +180,7 @@ class ServedRequest:
     messages_sha256: str | None
     outcome: Outcome
     t: float  # time.time() when the outcome was decided (before any delay or hang)
+    seed: int | None = None  # the request's seed, when it had an integer one
 
 
 @dataclass(frozen=True)
@@ -437,7 +445,41 @@ class _Handler(BaseHTTPRequestHandler):
         if model_name not in self.fake.models:
             self._model_not_found(path, model_name, digest)
             return
+        tools = request.get("tools")
+        if tools and self.fake.tools == "refuse":
+            self._bad_request(path, "tools are not supported by this model", model_name)
+            return
+        if tools and self.fake.tools == "call" and _wants_call(request, self.fake.tool_rounds):
+            self._tool_call(path, request, model_name, cast(list[Any], messages), digest)
+            return
         self._chat(path, request, model_name, cast(list[Any], messages), digest)
+
+    def _tool_call(
+        self, path: str, request: dict[str, Any], model: str, messages: list[Any], digest: str
+    ) -> None:
+        fake = self.fake
+        fake._record(path, model, digest, "tool_call")
+        if fake.delay_s > 0 and fake._stopping.wait(fake.delay_s):
+            self._drop()
+            return
+        tool = request["tools"][0].get("function", {}).get("name", "tool")
+        words = _last_user_text(request).split()[:8]
+        arguments = fake.tool_arguments
+        if arguments is None:
+            arguments = json.dumps({"query": " ".join(words) or "project notes"})
+        body = fake._completion(model, "", "tool_calls", _prompt_tokens(messages))
+        body["choices"][0]["message"] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{fake._next_id()}",
+                    "type": "function",
+                    "function": {"name": tool, "arguments": arguments},
+                }
+            ],
+        }
+        self._send_json(200, body)
 
     def _chat(
         self, path: str, request: dict[str, Any], model: str, messages: list[Any], digest: str
@@ -456,7 +498,8 @@ class _Handler(BaseHTTPRequestHandler):
                     _error_body(f"reply function failed: {exc!r}", "server_error", None),
                 )
                 return
-        fake._record(path, model, digest, step)
+        seed = request.get("seed")
+        fake._record(path, model, digest, step, seed if isinstance(seed, int) else None)
 
         if fake.delay_s > 0 and fake._stopping.wait(fake.delay_s):
             self._drop()
@@ -527,6 +570,20 @@ class _Handler(BaseHTTPRequestHandler):
             raise AssertionError(step)
 
 
+def _wants_call(request: Mapping[str, Any], rounds: int) -> bool:
+    """Whether a request offering tools gets a tool call: always when ``tool_choice``
+    names one, never for ``none``, and for ``auto`` while fewer than ``rounds`` of the
+    conversation's assistant turns made calls."""
+    choice = request.get("tool_choice", "auto")
+    if isinstance(choice, dict) or choice == "required":
+        return True
+    if choice == "none":
+        return False
+    messages = request.get("messages") or []
+    made = sum(1 for m in messages if isinstance(m, dict) and m.get("tool_calls"))
+    return made < rounds
+
+
 def _content_of_body(body: Mapping[str, Any]) -> str:
     try:
         content = body["choices"][0]["message"]["content"]
@@ -553,11 +610,17 @@ class FakeOpenAI:
         port: int = 0,
         log_path: str | Path | None = None,
         verbose: bool = False,
+        tools: ToolMode = "call",
+        tool_rounds: int = 1,
+        tool_arguments: str | None = None,
     ) -> None:
         if isinstance(models, str):
             raise TypeError("models must be a sequence of model ids, not a string")
         self.models: tuple[str, ...] = tuple(models)
         self.reply: ReplyFn = reply or default_reply
+        self.tools: ToolMode = tools
+        self.tool_rounds = tool_rounds
+        self.tool_arguments = tool_arguments
         self.api_key = api_key
         self.delay_s = delay_s
         self.host = host
@@ -664,8 +727,15 @@ class FakeOpenAI:
         with self._lock:
             return self._faults.decide(model, digest), self._faults.plan
 
-    def _record(self, path: str, model: str | None, digest: str | None, outcome: Outcome) -> None:
-        entry = ServedRequest(path, model, digest, outcome, time.time())
+    def _record(
+        self,
+        path: str,
+        model: str | None,
+        digest: str | None,
+        outcome: Outcome,
+        seed: int | None = None,
+    ) -> None:
+        entry = ServedRequest(path, model, digest, outcome, time.time(), seed)
         with self._lock:
             self._log.append(entry)
             if self.log_path is not None:
@@ -761,6 +831,14 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--retry-after", default="1", help="Retry-After sent with 429s")
     p.add_argument("--hang", type=float, default=30.0, help="seconds a 'timeout' fault hangs")
     p.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    p.add_argument(
+        "--tools",
+        choices=["call", "ignore", "refuse"],
+        default="call",
+        help="what a request offering tools gets (default: a tool call)",
+    )
+    p.add_argument("--tool-rounds", type=int, default=1, help="rounds of tool calls under auto")
+    p.add_argument("--tool-arguments", default=None, help="raw arguments of every tool call")
     return p.parse_args(argv)
 
 
@@ -792,6 +870,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         log_path=args.log,
         verbose=args.verbose,
+        tools=args.tools,
+        tool_rounds=args.tool_rounds,
+        tool_arguments=args.tool_arguments,
     )
 
     done = threading.Event()

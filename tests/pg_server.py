@@ -29,7 +29,9 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        """``settings``: more server settings (``-c name=value``), e.g. to load an extension."""
+        self.settings = dict(settings or {})
         self.dir: Path | None = None
         self.port = 0
         self.url = ""
@@ -52,6 +54,7 @@ class PgServer:
             raise RuntimeError(f"initdb failed: {init.stderr[-500:]}")
         self.port = _free_port()
         opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off"
+        opts += "".join(f" -c {name}={value}" for name, value in self.settings.items())
         started = self._as_postgres(
             pg_ctl, "-D", str(self.dir), "-w", "-l", str(parent / "log"), "-o", opts, "start"
         )

@@ -74,7 +74,10 @@ class ArmContext:
         return hashlib.sha256(self.pool_path.read_bytes()).hexdigest()
 
 
-Builder = Callable[[Scenario, Any, ArmContext], list[Message]]
+#: Builds a variant's messages: ``(scenario, params, context)``; a live kind's builder
+#: also takes the memory layer's answer for the cell (``recall``, None when there is none
+#: yet, e.g. in a preview).
+Builder = Callable[..., list[Message]]
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,9 @@ class ArmKind:
     build: Builder
     #: whether some parameter values draw on the memory pool
     uses_pool: Callable[[Any], bool] = field(default=lambda _params: False)
+    #: a live kind asks a memory layer for each cell while the run sends (memory,
+    #: memory-tool): its messages are known only then
+    live: bool = False
 
 
 _REGISTRY: dict[str, ArmKind] = {}
@@ -100,6 +106,7 @@ def register_arm(
     version: str,
     description: str,
     uses_pool: Callable[[Any], bool] | None = None,
+    live: bool = False,
 ) -> Callable[[Builder], Builder]:
     """Register the decorated function as the message builder of arm kind ``name``."""
     if "@" in name or "," in name or "=" in name:
@@ -107,7 +114,7 @@ def register_arm(
 
     def decorate(fn: Builder) -> Builder:
         _REGISTRY[name] = ArmKind(
-            name, params, version, description, fn, uses_pool or (lambda _p: False)
+            name, params, version, description, fn, uses_pool or (lambda _p: False), live
         )
         return fn
 
@@ -117,7 +124,7 @@ def register_arm(
 def _load_builtin() -> None:
     # The built-in kinds register on import; imported here, not at module level,
     # because they import this module.
-    from cvb_engine.arms import incentivized, seed  # noqa: F401
+    from cvb_engine.arms import incentivized, layered, seed  # noqa: F401
 
 
 def arm_kinds() -> Mapping[str, ArmKind]:
@@ -155,7 +162,17 @@ class ArmVariant:
     def uses_pool(self) -> bool:
         return self.kind.uses_pool(self.params)
 
-    def build(self, scenario: Scenario, context: ArmContext | None = None) -> list[Message]:
+    @property
+    def live(self) -> bool:
+        return self.kind.live
+
+    def build(
+        self, scenario: Scenario, context: ArmContext | None = None, recall: Any = None
+    ) -> list[Message]:
+        """The variant's messages; a live variant's with the layer's ``recall`` for the cell
+        (without it, a placeholder stands where the layer's context will go)."""
+        if self.kind.live:
+            return self.kind.build(scenario, self.params, context or ArmContext(), recall)
         return self.kind.build(scenario, self.params, context or ArmContext())
 
 
@@ -202,10 +219,21 @@ def arm_order(names: Iterable[str]) -> list[str]:
         if name in SEED_ARMS:
             return SEED_ARMS.index(name), "", ()
         variant = parse_arm(name)
-        values = tuple(getattr(variant.params, f) for f in type(variant.params).model_fields)
+        values = tuple(
+            _sortable(getattr(variant.params, f)) for f in type(variant.params).model_fields
+        )
         return len(SEED_ARMS), variant.kind.name, values
 
     return sorted(dict.fromkeys(names), key=key)
+
+
+def _sortable(value: Any) -> tuple[int, Any]:
+    """A parameter value as a key any two values of one field compare by (None last)."""
+    if value is None:
+        return 2, ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return 0, value
+    return 1, str(value)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -236,10 +264,25 @@ def expand_sweep(specs: Sequence[str], kind: str = "incentivized") -> list[str]:
     """The variants of a sweep: every combination of ``key=v1,v2`` specs (``--memory-sweep``).
 
     ``["load=0,50", "channel=inline,system"]`` gives four variants of ``kind``,
-    in order (the first key varies slowest).
+    in order (the first key varies slowest). A spec ``arm=incentivized,memory``
+    sweeps those kinds instead of ``kind`` (each with every combination of the
+    others), so one sweep sets a memory layer's load curve beside the prompt's.
     """
     if not specs:
         return []
+    kinds = [kind]
+    rest = []
+    for spec in specs:
+        key, eq, values = spec.partition("=")
+        if eq and key.strip() == "arm":
+            kinds = [v.strip() for v in values.split(",") if v.strip()]
+            if not kinds:
+                raise ArmError(f"sweep {spec!r}: expected arm=kind1,kind2,...")
+        else:
+            rest.append(spec)
+    if kinds != [kind]:
+        names = [n for k in kinds for n in expand_sweep(rest, k)] if rest else kinds
+        return list(dict.fromkeys(canonical_arm(n) for n in names))
     axes: list[tuple[str, list[str]]] = []
     for spec in specs:
         key, eq, values = spec.partition("=")

@@ -29,19 +29,19 @@ from cvb_engine.report import (
     MEMORY_NOTE,
     OUTCOMES_NOTE,
     ReportNotes,
+    arm_title,
     fmt_gap,
+    has_layer_arms,
     ivr_markdown,
     markdown,
-    memory_channel_table,
-    memory_curve_table,
-    memory_position_table,
+    memory_tables,
     records_csv,
 )
 from cvb_engine.report_html import ARM_COLORS, html_report
 from cvb_engine.results import export_results
 from cvb_engine.store import session_scope
 from studio import state
-from studio.components import charts
+from studio.components import charts, memory_view
 from studio.components.code_view import Mark, code_html
 from studio.components.text import block, plain, unlinked
 
@@ -190,7 +190,8 @@ def csv_export(url: str, run_id: str) -> str:
 def counts(rate: Rate | None) -> str:
     if rate is None:
         return "–"
-    return f"{rate.k}/{rate.n} scored · {rate.errors} err"
+    memory = f" · {rate.memory_errors} memory failures" if rate.memory_errors else ""
+    return f"{rate.k}/{rate.n} scored · {rate.errors} err{memory}"
 
 
 def value(rate: Rate | None) -> float | None:
@@ -203,8 +204,12 @@ def arm_label(arm: str) -> str:
 
 
 def rate_columns(arms: Sequence[str], fmt: str = "%.3f") -> dict[str, Any]:
+    # a memory-layer arm is headed with its layer ("memory (bm25)"); data keys stay the arm
     return {
-        a: st.column_config.NumberColumn(a, format=fmt, help=f"strict accuracy, {a}") for a in arms
+        a: st.column_config.NumberColumn(
+            arm_title(summary, a), format=fmt, help=f"strict accuracy, {arm_title(summary, a)}"
+        )
+        for a in arms
     }
 
 
@@ -261,9 +266,18 @@ ref = reference()
 has_ivr = version.has_ivr
 
 infos = [by_id[r] for r in run_ids]
+layered = has_layer_arms(summary)
 c1, c2, c3, c4, c5 = st.columns(5)
 c1.metric("Scored records", f"{agg.n_scored:,}")
-c2.metric("Error records", f"{agg.n_errors:,}", help="API failures: excluded from every rate")
+if layered:
+    c2.metric(
+        "API errors · memory failures",
+        f"{agg.n_errors:,} · {agg.n_memory_errors:,}",
+        help="API failures (the endpoint) and memory failures (a memory layer failed): "
+        "both excluded from every rate, counted apart; neither is a violation",
+    )
+else:
+    c2.metric("Error records", f"{agg.n_errors:,}", help="API failures: excluded from every rate")
 c3.metric("Models", len(summary.models))
 c4.metric("Scenarios", len(agg.scenarios))
 c5.metric("Prompt version", ", ".join(sorted({i.prompt_version for i in infos})))
@@ -271,6 +285,12 @@ live = [i.id for i in infos if i.status in ("running", "created")]
 st.caption(
     f"{len(run_ids)} run(s){' pooled' if len(run_ids) > 1 else ''} · {agg.n_scored:,} scored "
     f"records · {agg.n_errors:,} error record(s) (API failures, excluded from every denominator)"
+    + (
+        f" · {agg.n_memory_errors:,} memory failure(s) (a memory layer failed: excluded too, "
+        "neither an API failure nor a violation)"
+        if layered
+        else ""
+    )
     + (
         f" · still running: {', '.join(plain(r) for r in live)} (figures refresh as records arrive)"
         if live
@@ -289,7 +309,7 @@ if not summary.models:
 
 views = (
     [OVERVIEW, BREAKDOWNS, SIDE, COMPARE]
-    + ([MEMORY] if summary.memory else [])
+    + ([MEMORY] if summary.memory or summary.tool_use else [])
     + ([IVR] if has_ivr else [])
     + [EXPORTS]
 )
@@ -346,7 +366,12 @@ if tabs[OVERVIEW].open:
         st.caption(
             "Strict accuracy: share of scored records with every constraint honored. "
             "`k/n scored · e err`: strictly accurate / scored records, and error records "
-            "(API failures) that are left out of the rate."
+            "(API failures) that are left out of the rate"
+            + (
+                "; memory failures (a memory layer failed) are left out too and counted apart."
+                if layered
+                else "."
+            )
         )
 
         outcome_table = agg.outcome_table()
@@ -555,9 +580,11 @@ OUTCOME_WORDS = {"answered": "answered", "unparseable": "unparseable", "no-code"
 
 def badges_html(record: q.CellRecord) -> str:
     if record.status != "ok":
+        what = "memory failure" if record.memory_failure else "API error"
         return (
-            '<div class="cvb-badges"><span class="cvb-badge err">API error: not scored</span></div>'
+            f'<div class="cvb-badges"><span class="cvb-badge err">{what}: not scored</span></div>'
         )
+
     out = ['<div class="cvb-badges">']
     if record.outcome is not None:
         cls = "out" if record.outcome == "answered" else "bad"
@@ -612,12 +639,15 @@ def marks_of(record: q.CellRecord, scope: str) -> list[Mark]:
 
 
 def show_record(record: q.CellRecord | None, arm: str) -> None:
-    st.markdown(f"#### {plain(arm)}")
+    st.markdown(f"#### {plain(arm_title(summary, arm))}")
     if record is None:
         st.info("No record for this arm in the run.")
         return
+    memory_view.show(record)  # a memory arm's layer, its context or tool calls: above the code
     if record.status != "ok":
         st.html(badges_html(record))
+        if record.memory_failure:
+            return  # the memory panel shows the layer's message
         # The server's words: literal text, never Markdown.
         st.error("The request failed; the endpoint said:", icon=":material/error:")
         st.code(block(record.error or "(no message)"), language=None, wrap_lines=True)
@@ -699,8 +729,13 @@ if tabs[SIDE].open:
             failed = [a for a in (a_arm, b_arm) if a and records[a].status != "ok"]
             if failed:
                 st.info(
-                    f"No diff: {', '.join(plain(a) for a in failed)} is an API error record "
-                    "(no code)."
+                    "No diff: "
+                    + ", ".join(
+                        f"{plain(a)} is "
+                        + ("a memory failure" if records[a].memory_failure else "an API error")
+                        for a in failed
+                    )
+                    + " record (no code)."
                 )
             elif a_arm and b_arm:
                 a_code, b_code = records[a_arm].code, records[b_arm].code
@@ -831,23 +866,19 @@ if tabs[COMPARE].open:
 if MEMORY in tabs and tabs[MEMORY].open:
     with tabs[MEMORY]:
         st.caption(MEMORY_NOTE)
-        chart(charts.memory_curve(summary), "results_fig_memory")
-        for title, (header, table) in (
-            ("Adherence versus memory size: strict accuracy [95% CI]", memory_curve_table(summary)),
-            (
-                "Position of the constraints: strict accuracy [95% CI]",
-                memory_position_table(summary),
-            ),
-            ("Channels: gap to mandated [95% CI]", memory_channel_table(summary)),
-        ):
-            if table:
-                st.markdown(f"##### {title}")
-                # cells are cvb's figures and labels but for the model id: a dataframe shows text
-                st.dataframe(
-                    [dict(zip(header, row, strict=True)) for row in table],
-                    hide_index=True,
-                    width="stretch",
-                )
+        if summary.memory:
+            chart(charts.memory_curve(summary), "results_fig_memory")
+        for table in memory_tables(summary):
+            st.markdown(f"##### {table.title}")
+            # names in the cells (models, arms, layers) come from outside: a dataframe
+            # shows them as text
+            st.dataframe(
+                [dict(zip(table.header, row, strict=True)) for row in table.rows],
+                hide_index=True,
+                width="stretch",
+            )
+            if table.note:
+                st.caption(table.note)
 
 # --------------------------------------------------------------------------- IVR
 

@@ -31,6 +31,8 @@ from cvb_engine.endpoints import (
 from cvb_engine.scenario import discover
 from cvb_engine.store import Run
 from studio import launcher, state
+from studio.components import layer_builder
+from studio.components.runners import runners_table
 from studio.components.text import block, plain
 from studio.launcher import counted
 
@@ -213,7 +215,8 @@ def current_spec(run_id: str) -> launcher.LaunchSpec:
         arms=tuple(a for a in ARMS if a in ss.run_arms)
         + tuple(
             launcher.sweep_arms(ss.run_sweep_loads, ss.run_sweep_positions, ss.run_sweep_channels)
-        ),
+        )
+        + tuple(layer_builder.arms()),
         runs=int(ss.run_runs),
         temperature=float(ss.run_temperature),
         max_tokens=int(ss.run_max_tokens),
@@ -267,6 +270,9 @@ def control(action: str, run_id: str) -> None:
                 progress, db_url=db_url, logs=logs, scenarios_fallback=root, recorded=recorded
             )
             text = f"Retrying the {progress.errors} errored cells of run **{plain(run_id)}**."
+    except launcher.CancelAsked as exc:  # its runners elsewhere stop at their next cell
+        ss.run_live_flash = ("success", plain(exc, multiline=True))
+        return
     except launcher.LaunchError as exc:
         ss.run_live_flash = ("error", plain(exc, multiline=True))
         return
@@ -484,6 +490,7 @@ with st.expander("Memory sweep (incentivized variants)", expanded=bool(ss.run_sw
     w1.multiselect("Loads", SWEEP_LOADS, key="run_sweep_loads", placeholder="no sweep")
     w2.multiselect("Positions", SWEEP_POSITIONS, key="run_sweep_positions", placeholder="spread")
     w3.multiselect("Channels", SWEEP_CHANNELS, key="run_sweep_channels", placeholder="inline")
+layer_builder.render()
 c1, c2, c3, c4 = st.columns(4)
 c1.number_input("Repetitions", min_value=1, max_value=50, step=1, key="run_runs")
 c2.number_input(
@@ -595,7 +602,8 @@ def accuracy_table(rows: list[mon.ArmAccuracy]) -> pd.DataFrame:
 def latest_line(row: mon.FinishedRow) -> str:
     where = f"{plain(row.model)} · {plain(row.scenario_id)} · {plain(row.arm)} · rep {row.rep}"
     if row.status != "ok":
-        return f"{where} → :orange[API error]: {plain(row.error)}"
+        what = "memory failure" if row.error_kind == "memory" else "API error"
+        return f"{where} → :orange[{what}]: {plain(row.error)}"
     if row.strict:
         verdict = ":green[every constraint honored]"
     else:
@@ -634,6 +642,8 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
         m4.metric(
             "ETA", mon.format_duration(p.eta_s) if p.active else ("done" if p.missing == 0 else "–")
         )
+        if p.active:
+            runners_table(state.engine(), p.run_id)  # each runner's pace (cvb run --join)
         if p.state == "died":
             st.warning(
                 f"The run's process died ({plain(p.died_reason)}). Everything it finished is stored; "
@@ -700,6 +710,7 @@ def run_card(detail: mon.RunDetail, launch: launcher.Launch | None, is_starting:
                             "arm": plain(e.arm),
                             "rep": e.rep,
                             "attempts": e.attempts,
+                            "failed": "memory layer" if e.kind == "memory" else "endpoint",
                             "reason": plain(e.reason),
                         }
                         for e in detail.errors

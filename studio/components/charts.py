@@ -68,10 +68,12 @@ def arm_accuracy(
     models = [m for m in summary.models if not models or m in models]
     arms = [a for a in summary.arms if not arms or a in arms]
     fig = go.Figure()
+    from cvb_engine.report import arm_title
+
     for arm in arms:
         rates = [summary.strict.get((m, arm)) for m in models]
         fig.add_bar(
-            name=_t(arm),
+            name=_t(arm_title(summary, arm)),
             x=[_t(m) for m in models],
             y=[r.value if r is not None else None for r in rates],
             marker_color=_arm_color(arm),
@@ -469,19 +471,19 @@ def ivr_chart(
 
 
 def memory_curve(summary: Summary) -> go.Figure:
-    """Strict accuracy against memory load: one line per model, channel and position, each
-    with its 95% bootstrap CI as a band (DESIGN §12)."""
-    from cvb_engine.report import memory_groups
+    """Strict accuracy against memory load: one line per curve of
+    :func:`cvb_engine.report.memory_curves` (the incentivized arm per model, channel and
+    position; each memory-layer series per model, named with its layer), each with its 95%
+    bootstrap CI as a band (DESIGN §12)."""
+    from cvb_engine.report import memory_curves
 
     fig = go.Figure()
     palette = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a", "#ad1a72")
-    groups = [(k, v) for k, v in sorted(memory_groups(summary).items()) if len(v) > 1]
-    for i, ((model, channel, position, turns), by_load) in enumerate(groups):
+    curves = memory_curves(summary)
+    for i, (name, by_load) in enumerate(curves):
         color = palette[i % len(palette)]
         loads = sorted(n for n in by_load if by_load[n].strict.value is not None)
-        label = _t(
-            f"{model} · {channel}{f' ({turns} turns)' if channel == 'history' else ''} · {position}"
-        )
+        label = _t(name)
         lows = [by_load[n].strict_ci.low for n in loads]
         highs = [by_load[n].strict_ci.high for n in loads]
         if all(v is not None for v in lows + highs):
@@ -514,7 +516,15 @@ def memory_curve(summary: Summary) -> go.Figure:
                 "[%{customdata[1]:.3f}, %{customdata[2]:.3f}]<extra>%{fullData.name}</extra>",
             )
         )
-    fig.update_xaxes(title="distractor notes in memory (load)", type="category")
+    # one load axis for every curve, in order (a category axis would order loads as the
+    # curves first name them)
+    every_load = sorted({n for _, by_load in curves for n in by_load})
+    fig.update_xaxes(
+        title="distractor notes in memory (load)",
+        type="category",
+        categoryorder="array",
+        categoryarray=every_load,
+    )
     fig.update_yaxes(range=[0, 1.02])
     return _layout(
         fig,
