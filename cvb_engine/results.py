@@ -7,7 +7,7 @@ The results file (``cvb-results/2``) is the interchange format of DESIGN §6 and
      "records": [{"model", "scenario_id", "scenario_version", "category", "arm", "rep",
                   "status", "error", "response", "code", "latency_s", "usage",
                   "finish_reason", "outcome", "truncated", "reasoning", "scoring_version",
-                  "response_cut", "error_kind", "memory",
+                  "response_cut", "error_kind", "memory", "worker",
                   "constraints": {cid: {"honored", "checks": [...]}}, "strict",
                   "stated_passed", ...provenance}],
      "ivr": [...], "memory_tool": [...]}
@@ -25,6 +25,8 @@ an API failure, never a violation); null for an ok record. ``memory`` is the
 record's memory trace as stored (:mod:`cvb_engine.memory_trace`: the layer, the
 context or every tool call and result), null for arms without a layer. Both are
 optional fields: a file without them reads as before (every error an API failure).
+``worker`` names the runner that stored the record (``cvb run --worker``; null before
+runners had names).
 ``ivr`` and ``memory_tool`` (how each model used the memory tool, per memory-tool
 variant: :func:`cvb_engine.report.tool_use_dict`) are summaries written when the
 run has IVR problems or memory-tool arms; a reader recomputes them from the records.
@@ -188,6 +190,7 @@ def record_dict(record: Record, constraints: dict[str, Any] | None) -> dict[str,
         "response_cut": record.response_cut,
         "error_kind": None if ok else (record.error_kind or "api"),
         "memory": trace_value(record.memory_json),
+        "worker": record.worker,
         "scoring_version": record.scoring_version if ok else None,
         "constraints": constraints if ok else None,
         "strict": record.strict if ok else None,
