@@ -16,6 +16,7 @@ Two ways to use it:
           [--fault-rate 0.3 --fault-seed 7 --faults 429,500,timeout,drop,malformed,empty,no_choices]
           [--script 429,ok,500] [--fail-first 429,500] [--retry-after 0.2] [--hang 30]
           [--api-key sk-test] [--replies replies.json] [--log served.jsonl] [--verbose]
+          [--tools call|ignore|refuse] [--tool-rounds N] [--hold-file PATH]
 
   prints ``READY http://127.0.0.1:PORT/v1`` on stdout once listening and serves until
   SIGTERM/SIGINT.
@@ -459,6 +460,7 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         fake = self.fake
         fake._record(path, model, digest, "tool_call")
+        fake._wait_while_held()
         if fake.delay_s > 0 and fake._stopping.wait(fake.delay_s):
             self._drop()
             return
@@ -501,6 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
         seed = request.get("seed")
         fake._record(path, model, digest, step, seed if isinstance(seed, int) else None)
 
+        fake._wait_while_held()
         if fake.delay_s > 0 and fake._stopping.wait(fake.delay_s):
             self._drop()
             return
@@ -613,6 +616,7 @@ class FakeOpenAI:
         tools: ToolMode = "call",
         tool_rounds: int = 1,
         tool_arguments: str | None = None,
+        hold_file: str | Path | None = None,
     ) -> None:
         if isinstance(models, str):
             raise TypeError("models must be a sequence of model ids, not a string")
@@ -621,6 +625,8 @@ class FakeOpenAI:
         self.tools: ToolMode = tools
         self.tool_rounds = tool_rounds
         self.tool_arguments = tool_arguments
+        # While this file exists, chat completions wait (a test lets them go at once).
+        self.hold_file = Path(hold_file) if hold_file is not None else None
         self.api_key = api_key
         self.delay_s = delay_s
         self.host = host
@@ -726,6 +732,11 @@ class FakeOpenAI:
     def _decide(self, model: str, digest: str) -> tuple[Step, FaultPlan]:
         with self._lock:
             return self._faults.decide(model, digest), self._faults.plan
+
+    def _wait_while_held(self) -> None:
+        while self.hold_file is not None and self.hold_file.exists():
+            if self._stopping.wait(0.02):
+                return
 
     def _record(
         self,
@@ -839,6 +850,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--tool-rounds", type=int, default=1, help="rounds of tool calls under auto")
     p.add_argument("--tool-arguments", default=None, help="raw arguments of every tool call")
+    p.add_argument(
+        "--hold-file", type=Path, default=None, help="chat completions wait while this file exists"
+    )
     return p.parse_args(argv)
 
 
@@ -873,6 +887,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tools=args.tools,
         tool_rounds=args.tool_rounds,
         tool_arguments=args.tool_arguments,
+        hold_file=args.hold_file,
     )
 
     done = threading.Event()

@@ -107,8 +107,9 @@ def poll_store(
 
 
 @contextmanager
-def fake_endpoint(tmp: Path, log: Path, delay: str) -> Iterator[str]:
+def fake_endpoint(tmp: Path, log: Path, delay: str, *more: str) -> Iterator[str]:
     argv = ["--port", "0", "--models", ",".join(MODELS), "--delay", delay, "--log", str(log)]
+    argv += more
     proc = subprocess.Popen(
         [sys.executable, str(FAKE_SCRIPT), *argv],
         stdout=subprocess.PIPE,
@@ -204,9 +205,13 @@ def test_three_runners_one_killed_send_every_cell_once(
     sids = write_scenarios(scenarios, valid_text, 2, ["library-choice", "security", "concurrency"])
     matrix = {(m, s, "cold", r) for m in MODELS for s in sids for r in range(RUNS)}  # 36
     log = tmp_path / "served.jsonl"
+    # The endpoint holds every answer until the three runners have joined and claimed:
+    # on a loaded machine the first could otherwise finish the run before the others start.
+    hold = tmp_path / "hold"
+    hold.touch()
     procs: dict[str, subprocess.Popen[str]] = {}
     try:
-        with fake_endpoint(tmp_path, log, delay="1.0") as url:
+        with fake_endpoint(tmp_path, log, "1.0", "--hold-file", str(hold)) as url:
             procs["a"] = start(runner_argv("a", url, scenarios, db_url, join=False), tmp_path)
             poll_store(db_url, "SELECT id FROM run WHERE id = 'so'", bool, "the run", procs)
             for name in ("b", "c"):
@@ -218,6 +223,14 @@ def test_three_runners_one_killed_send_every_cell_once(
                 "(SELECT count(*) FROM record WHERE worker = 'b'), "
                 "(SELECT count(*) FROM cellclaim WHERE worker = 'b')"
             )
+            poll_store(
+                db_url,
+                working,
+                lambda rows: bool(rows) and rows[0][0] == 3 and rows[0][2] >= 1,
+                "the three runners to join and claim",
+                procs,
+            )
+            hold.unlink()
             poll_store(
                 db_url,
                 working,
