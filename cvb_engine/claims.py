@@ -81,6 +81,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
+from cvb_engine.kinds import RecordStatus, RunnerStatus
 from cvb_engine.store import CellClaim, Record, Run, RunWorker
 
 Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
@@ -132,8 +133,8 @@ def _same_cell(claim: Table) -> Any:
 def _sendable(errors_only: bool) -> Any:
     """Rows whose cell may be sent: no answer yet (or, retrying errors, an error record)."""
     if errors_only:
-        return exists().where(_same_cell(_CLAIM), _RECORD.c.status == "error")
-    return ~exists().where(_same_cell(_CLAIM), _RECORD.c.status == "ok")
+        return exists().where(_same_cell(_CLAIM), _RECORD.c.status == RecordStatus.ERROR)
+    return ~exists().where(_same_cell(_CLAIM), _RECORD.c.status == RecordStatus.OK)
 
 
 #: Deletes a runner's claim on a cell (the recorder runs it, once per cell of a batch, in
@@ -279,7 +280,7 @@ class RunClaims:
         found = self._run(select(w.c.status, w.c.heartbeat, w.c.lease_s).where(mine)).first()
         if found is not None:
             status, heartbeat, lease_s = found
-            if status == "running" and (now - heartbeat).total_seconds() <= lease_s:
+            if status == RunnerStatus.RUNNING and (now - heartbeat).total_seconds() <= lease_s:
                 raise ClaimError(
                     f"a runner named {self.worker!r} is already taking part in run "
                     f"{self.run_id!r} (heartbeat {(now - heartbeat).total_seconds():.0f} s ago); "
@@ -296,7 +297,7 @@ class RunClaims:
             "lease_s": self.lease_s,
             "cells_done": 0,
             "cells_failed": 0,
-            "status": "running",
+            "status": RunnerStatus.RUNNING.value,
         }
         try:
             if found is None:
@@ -346,7 +347,7 @@ class RunClaims:
         w = _WORKER
         rows = self._run(
             select(w.c.worker, w.c.pid, w.c.started).where(
-                w.c.run_id == self.run_id, w.c.host == host, w.c.status == "running"
+                w.c.run_id == self.run_id, w.c.host == host, w.c.status == RunnerStatus.RUNNING
             )
         ).all()
         gone = [
@@ -362,7 +363,7 @@ class RunClaims:
             self._run(
                 update(w)
                 .where(w.c.run_id == self.run_id, w.c.worker.in_(gone))
-                .values(status="died")
+                .values(status=RunnerStatus.DIED.value)
             )
 
     def _unclaim(self) -> Any:
@@ -439,7 +440,7 @@ class RunClaims:
             self._run(
                 delete(c).where(
                     c.c.run_id == self.run_id,
-                    exists().where(_same_cell(c), _RECORD.c.status == "ok"),
+                    exists().where(_same_cell(c), _RECORD.c.status == RecordStatus.OK),
                 )
             )
         return Outlook(cancelled, int(elsewhere or 0), expiry)
@@ -557,7 +558,7 @@ def runners(
     for row in rows:
         age = max((now - row.heartbeat).total_seconds(), 0.0)
         state = row.status
-        if row.status == "running":
+        if row.status == RunnerStatus.RUNNING:
             if row.host == local and row.pid is not None:
                 alive = process_alive(row.pid, started_by=row.started - (now - wall))
             else:
@@ -597,7 +598,7 @@ def live_runner_count(conn: Connection | Session, run_id: str) -> int:
     if not conn.execute(
         select(func.count())
         .select_from(_WORKER)
-        .where(_WORKER.c.run_id == run_id, _WORKER.c.status == "running")
+        .where(_WORKER.c.run_id == run_id, _WORKER.c.status == RunnerStatus.RUNNING)
     ).scalar():
         return 0  # the common case, in one cheap query
     return sum(1 for s in runners(conn, run_id) if s.live)

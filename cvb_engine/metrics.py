@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -196,8 +198,8 @@ class MemoryStat:
     strict: Rate
     strict_ci: Interval
     gap: Interval
-    kind: str = "incentivized"
-    series: str = "incentivized"
+    kind: str = SeedArm.INCENTIVIZED.value
+    series: str = SeedArm.INCENTIVIZED.value
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,7 @@ class Summary:
     tool_use: list[ToolUse] = field(default_factory=list)
 
 
-ARM_ORDER = ("cold", "mandated", "incentivized")
+ARM_ORDER: tuple[str, ...] = tuple(a.value for a in SeedArm)
 
 
 def tally(rows: Iterable[RecordRow]) -> tuple[list[Tally], list[ConstraintTally]]:
@@ -280,7 +282,7 @@ def tally(rows: Iterable[RecordRow]) -> tuple[list[Tally], list[ConstraintTally]
     for r in rows:
         key = (r.model, r.arm, r.scenario_id, r.category)
         counts = cells[key]
-        if r.status != "ok" or r.strict is None:
+        if r.status != RecordStatus.OK or r.strict is None:
             counts[7 if is_memory_failure(r.status, r.error_kind) else 2] += 1
             continue
         answered = r.outcome in (None, "answered")
@@ -303,7 +305,7 @@ def tally(rows: Iterable[RecordRow]) -> tuple[list[Tally], list[ConstraintTally]
 
 def is_memory_failure(status: str, error_kind: str | None) -> bool:
     """An error record of a memory layer's failure (else an error record is an API failure)."""
-    return status == "error" and error_kind == "memory"
+    return status == RecordStatus.ERROR and error_kind == ErrorKind.MEMORY
 
 
 def ordered_arms(arms: Iterable[str]) -> list[str]:
@@ -355,7 +357,11 @@ def paired_bootstrap_gap(
 
 
 def _gap(
-    tallies: list[Tally], *, a: str = "mandated", b: str = "incentivized", seed: int
+    tallies: list[Tally],
+    *,
+    a: str = SeedArm.MANDATED.value,
+    b: str = SeedArm.INCENTIVIZED.value,
+    seed: int,
 ) -> Interval:
     import numpy as np
 
@@ -466,7 +472,11 @@ def layer_kind(arm: str) -> str | None:
 def _memory_variant(arm: str) -> _MemoryVariant | None:
     """What places ``arm`` on a memory curve: an incentivized arm or variant, or a memory-layer
     arm (its series is its name without the load); None for any other arm."""
-    if arm != "incentivized" and not arm.startswith("incentivized@") and not layer_kind(arm):
+    if (
+        arm != SeedArm.INCENTIVIZED
+        and not arm.startswith(f"{SeedArm.INCENTIVIZED}@")
+        and not layer_kind(arm)
+    ):
         return None
     from cvb_engine.arms import ArmError, ArmVariant, parse_arm
 
@@ -480,8 +490,8 @@ def _memory_variant(arm: str) -> _MemoryVariant | None:
         series = ArmVariant(variant.kind, params.model_copy(update={"load": 0})).name
         return _MemoryVariant(variant.kind.name, series, load)
     return _MemoryVariant(
-        "incentivized",
-        "incentivized",
+        SeedArm.INCENTIVIZED.value,
+        SeedArm.INCENTIVIZED.value,
         load,
         str(getattr(params, "position", "")),
         str(getattr(params, "channel", "")),
@@ -496,7 +506,7 @@ def memory_stats(
     variants, the memory-layer arms), when any variant beyond the seed arms ran (none for a
     run of the seed arms only: its report is what it always was)."""
     variants = {a: v for a in arms if (v := _memory_variant(a)) is not None}
-    if not any(a != "incentivized" for a in variants):
+    if not any(a != SeedArm.INCENTIVIZED for a in variants):
         return []
 
     out = []
@@ -600,7 +610,7 @@ def tool_use(traces: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> list
         lambda: {s: defaultdict(lambda: [0, 0]) for s in ("looked", "not", "held")}
     )
     for r in traces:
-        if layer_kind(r.arm) != "memory-tool" or r.status != "ok" or r.strict is None:
+        if layer_kind(r.arm) != "memory-tool" or r.status != RecordStatus.OK or r.strict is None:
             continue
         key = (r.model, r.arm)
         c = counts[key]
@@ -693,9 +703,9 @@ def honored_only_when_ordered(summary: Summary) -> list[tuple[str, str, str, flo
     """
     out = []
     for (model, arm, sid, cid), rate in summary.by_constraint.items():
-        if arm != "mandated" or rate.value is None:
+        if arm != SeedArm.MANDATED or rate.value is None:
             continue
-        inc = summary.by_constraint.get((model, "incentivized", sid, cid))
+        inc = summary.by_constraint.get((model, SeedArm.INCENTIVIZED, sid, cid))
         if inc is None or inc.value is None or inc.value >= rate.value:
             continue
         out.append((model, sid, cid, rate.value, inc.value))
@@ -770,7 +780,7 @@ def ivr(
     solutions: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
     fails: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
     for r in rows:
-        if r.status != "ok" or r.stated_passed is None:
+        if r.status != RecordStatus.OK or r.stated_passed is None:
             continue
         counts = solutions[(r.model, r.arm)].setdefault(r.scenario_id, [0, 0, 0])
         counts[0] += 1

@@ -38,6 +38,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from cvb_engine.claims import live_runner_count
+from cvb_engine.kinds import RecordStatus, RunStatus
 from cvb_engine.metrics import ARM_ORDER, Rate
 from cvb_engine.store import ConstraintResult, Record, Run
 
@@ -51,13 +52,13 @@ _CLOCK_SLACK_S = 2.0
 
 RunState = Literal["created", "running", "finished", "cancelled", "failed", "died"]
 _STORED: dict[str, RunState] = {
-    "created": "created",
-    "finished": "finished",
-    "cancelled": "cancelled",
-    "failed": "failed",
+    RunStatus.CREATED: "created",
+    RunStatus.FINISHED: "finished",
+    RunStatus.CANCELLED: "cancelled",
+    RunStatus.FAILED: "failed",
     # Sending ended with cells still missing (DESIGN §11): shown as failed, and
     # resumable, until the studio has a state of its own for it.
-    "incomplete": "failed",
+    RunStatus.INCOMPLETE: "failed",
 }
 
 
@@ -144,7 +145,7 @@ def liveness(
     local_host: str | None = None,
 ) -> Liveness:
     """The state to show for a run: its stored status, or ``died`` (see the module doc)."""
-    if status != "running":
+    if status != RunStatus.RUNNING:
         return Liveness(_STORED.get(status, "failed"))
     now = _utc(now or datetime.now(UTC))
     age = (now - _utc(updated)).total_seconds()
@@ -236,7 +237,7 @@ def _run_ids_to_show(session: Session, limit: int, run_ids: list[str] | None) ->
     recent = list(session.exec(select(Run).order_by(col(Run.updated).desc()).limit(limit)))
     seen = {r.id for r in recent}
     # A running run is always shown, however many runs were touched since.
-    running = session.exec(select(Run).where(col(Run.status) == "running")).all()
+    running = session.exec(select(Run).where(col(Run.status) == RunStatus.RUNNING)).all()
     return [*(r for r in running if r.id not in seen), *recent]
 
 
@@ -255,7 +256,7 @@ def list_progress(
     if not runs:
         return []
     ids = [r.id for r in runs]
-    is_ok = case((col(Record.status) == "ok", 1), else_=0)
+    is_ok = case((col(Record.status) == RecordStatus.OK, 1), else_=0)
     counts = {
         rid: (int(n or 0), int(k or 0))
         for rid, n, k in session.execute(
@@ -367,10 +368,10 @@ class FinishedRow:
 
 def accuracy_so_far(session: Session, run_id: str) -> list[ArmAccuracy]:
     """Strict accuracy per model × arm over the records stored so far (DESIGN §7)."""
-    scored = (col(Record.status) == "ok") & col(Record.strict).is_not(None)
+    scored = (col(Record.status) == RecordStatus.OK) & col(Record.strict).is_not(None)
     n_scored = func.sum(case((scored, 1), else_=0))
     n_strict = func.sum(case((scored & col(Record.strict).is_(True), 1), else_=0))
-    n_errors = func.sum(case((col(Record.status) == "ok", 0), else_=1))
+    n_errors = func.sum(case((col(Record.status) == RecordStatus.OK, 0), else_=1))
     rows = session.execute(
         sa_select(col(Record.model), col(Record.arm), n_scored, n_strict, n_errors)
         .where(col(Record.run_id) == run_id)
@@ -397,7 +398,7 @@ def latest_errors(session: Session, run_id: str, limit: int = 5) -> list[ErrorRo
     """The most recent error records of a run, newest first, with the runner's reason."""
     rows = session.exec(
         select(Record)
-        .where(col(Record.run_id) == run_id, col(Record.status) == "error")
+        .where(col(Record.run_id) == run_id, col(Record.status) == RecordStatus.ERROR)
         .order_by(col(Record.created).desc(), col(Record.id).desc())
         .limit(limit)
     ).all()

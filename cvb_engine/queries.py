@@ -23,6 +23,7 @@ from sqlalchemy import case, func, literal
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
 from cvb_engine.memory_trace import Trace, read_trace
 from cvb_engine.metrics import (
     ARM_ORDER,
@@ -250,7 +251,7 @@ class ScenarioRow:
 
 
 def _point_gap(rates: Mapping[str, Rate]) -> float | None:
-    m, i = rates.get("mandated"), rates.get("incentivized")
+    m, i = rates.get(SeedArm.MANDATED), rates.get(SeedArm.INCENTIVIZED)
     if m is None or i is None or m.value is None or i.value is None:
         return None
     return m.value - i.value
@@ -485,7 +486,7 @@ class CellRecord:
     @property
     def memory_failure(self) -> bool:
         """An error record of a memory layer's failure (not an API failure)."""
-        return self.status == "error" and self.error_kind == "memory"
+        return self.status == RecordStatus.ERROR and self.error_kind == ErrorKind.MEMORY
 
     @property
     def violated(self) -> list[str]:
@@ -494,7 +495,11 @@ class CellRecord:
     @property
     def older_rules(self) -> bool:
         """Scored by rules older than this cvb's (re-scoring may change its verdicts)."""
-        return self.status == "ok" and self.strict is not None and self.rules < SCORING_VERSION
+        return (
+            self.status == RecordStatus.OK
+            and self.strict is not None
+            and self.rules < SCORING_VERSION
+        )
 
     @property
     def rules(self) -> int:

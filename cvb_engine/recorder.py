@@ -59,6 +59,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from cvb_engine.claims import RELEASE, release_params
+from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.results import score_rows
 from cvb_engine.scenario import LoadedScenario
@@ -340,7 +341,7 @@ class _Store:
         # record another process has meanwhile stored an answer in.
         self._overwrite = (
             update(r)
-            .where(r.c.id == bindparam("rid"), r.c.status != "ok")
+            .where(r.c.id == bindparam("rid"), r.c.status != RecordStatus.OK)
             .values(
                 **answer,
                 attempts=r.c.attempts + bindparam("more_attempts"),
@@ -357,7 +358,11 @@ class _Store:
         )
         self._score = (
             update(r)
-            .where(r.c.id == bindparam("rid"), r.c.status == "ok", r.c.scored_at.is_(None))
+            .where(
+                r.c.id == bindparam("rid"),
+                r.c.status == RecordStatus.OK,
+                r.c.scored_at.is_(None),
+            )
             .values(
                 code=bindparam("code"),
                 strict=bindparam("strict"),
@@ -409,7 +414,7 @@ class _Store:
             stmt = insert(self.record).returning(self.record.c.id, sort_by_parameter_order=True)
             for item, record_id in zip(new, conn.execute(stmt, rows).scalars(), strict=True):
                 ids[item.cell] = record_id
-                if item.status == "ok":
+                if item.status == RecordStatus.OK:
                     jobs.append(_job(record_id, item))
         for item in items:
             record_id = self.stored.get(item.cell)
@@ -417,7 +422,7 @@ class _Store:
                 continue
             params = {**self._answer(item, now), "rid": record_id, "worker": self.worker}
             params["more_attempts"] = item.attempts
-            if conn.execute(self._overwrite, params).rowcount and item.status == "ok":
+            if conn.execute(self._overwrite, params).rowcount and item.status == RecordStatus.OK:
                 jobs.append(_job(record_id, item))
         if self.worker is not None:  # the cells have records now: their claims go
             conn.execute(RELEASE, release_params(self.run_id, self.worker, [i.cell for i in items]))
@@ -495,7 +500,7 @@ class _Store:
         r = self.record
         rows = conn.execute(
             sa_select(r.c.id, r.c.scenario_id, r.c.finish_reason).where(
-                r.c.run_id == self.run_id, r.c.status == "ok", r.c.scored_at.is_(None)
+                r.c.run_id == self.run_id, r.c.status == RecordStatus.OK, r.c.scored_at.is_(None)
             )
         ).all()
         conn.rollback()

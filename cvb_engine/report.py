@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cvb_engine.kinds import SeedArm
 from cvb_engine.metrics import (
     LAYER_KINDS,
     Interval,
@@ -196,7 +197,7 @@ def markdown(
     older = notes.older_rules_text() if notes else None
     if older:
         out += [f"> **Judged by older rules.** {older}", ""]
-    has_gap = "mandated" in arms and "incentivized" in arms
+    has_gap = SeedArm.MANDATED in arms and SeedArm.INCENTIVIZED in arms
     titles = [_t(arm_title(summary, a)) for a in arms]
     layered = has_layer_arms(summary)
     out += ["## Strict accuracy", ""]
@@ -296,8 +297,8 @@ TOOL_USE_NOTE = (
 
 def _incentivized(summary: Summary) -> list[MemoryStat]:
     """The incentivized arm's stats, none when no incentivized variant beyond the seed ran."""
-    stats = [m for m in summary.memory if m.kind == "incentivized"]
-    return stats if any(m.arm != "incentivized" for m in stats) else []
+    stats = [m for m in summary.memory if m.kind == SeedArm.INCENTIVIZED]
+    return stats if any(m.arm != SeedArm.INCENTIVIZED for m in stats) else []
 
 
 def memory_groups(summary: Summary) -> dict[tuple[str, str, str, int], dict[int, MemoryStat]]:

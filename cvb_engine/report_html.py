@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
+from cvb_engine.kinds import SeedArm
 from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary
 from cvb_engine.queries import PublishedCVB, Reference, load_reference
 from cvb_engine.report import (
@@ -40,7 +41,11 @@ from cvb_engine.report import (
 from cvb_engine.safe_text import terminal_text
 
 # One colour per arm, shared with the studio's plotly charts.
-ARM_COLORS: dict[str, str] = {"cold": "#8c959f", "mandated": "#0969da", "incentivized": "#d1570a"}
+ARM_COLORS: dict[str, str] = {
+    SeedArm.COLD.value: "#8c959f",
+    SeedArm.MANDATED.value: "#0969da",
+    SeedArm.INCENTIVIZED.value: "#d1570a",
+}
 GAP_COLOR = "#8250df"
 PUBLISHED_COLOR = "#1f2328"
 INK, MUTED, GRID = "#1f2328", "#57606a", "#d8dee4"
@@ -346,7 +351,7 @@ def _arm_heads(summary: Summary) -> str:
 
 def _accuracy_table(summary: Summary) -> str:
     arms = summary.arms
-    has_gap = "mandated" in arms and "incentivized" in arms
+    has_gap = SeedArm.MANDATED in arms and SeedArm.INCENTIVIZED in arms
     head = _arm_heads(summary)
     head += "<th>gap (mandated − incentivized) [95% CI]</th>" if has_gap else ""
     rows = []
@@ -499,7 +504,7 @@ def _category_tables(summary: Summary) -> str:
             f"<h3>{_e(arm_title(summary, arm))}</h3>"
             f"<table><tr><th>model</th>{head}</tr>{''.join(rows)}</table>"
         )
-    if "mandated" in summary.arms and "incentivized" in summary.arms:
+    if SeedArm.MANDATED in summary.arms and SeedArm.INCENTIVIZED in summary.arms:
         rows = []
         for m in summary.models:
             cells = []
@@ -522,7 +527,7 @@ def _category_tables(summary: Summary) -> str:
 
 def _published_section(published: PublishedCVB, summary: Summary) -> str:
     models = published.models
-    arms = ["cold", "mandated", "incentivized"]
+    arms = [a.value for a in SeedArm]
     values = {(m, a): published.strict[m].get(a) for m in models for a in arms}
     chart = grouped_bars_svg(
         models, arms, values, hatched=True, title=f"{published.label} · strict accuracy"
@@ -692,7 +697,7 @@ def html_report(
             ),
             _accuracy_table(summary),
         ]
-        if "mandated" in arms and "incentivized" in arms:
+        if SeedArm.MANDATED in arms and SeedArm.INCENTIVIZED in arms:
             parts += [
                 "<h2>Gap: mandated − incentivized</h2>",
                 '<p class="muted">How much adherence is lost when the constraints arrive as '

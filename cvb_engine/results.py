@@ -31,6 +31,9 @@ runners had names).
 variant: :func:`cvb_engine.report.tool_use_dict`) are summaries written when the
 run has IVR problems or memory-tool arms; a reader recomputes them from the records.
 ``cvb-results/1`` (the same without the four new fields) is still read.
+
+The file's models, and the JSON Schema published from them (``docs/results-schema.json``),
+are in :mod:`cvb_engine.results_format`.
 """
 
 from __future__ import annotations
@@ -43,11 +46,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import case, func, insert, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
-from cvb_engine.extract import OUTCOMES
+from cvb_engine.extract import OUTCOMES, Outcome
+from cvb_engine.kinds import ErrorKind, RecordStatus
 from cvb_engine.memory_trace import trace_value
 from cvb_engine.metrics import (
     BOOTSTRAP_SEED,
@@ -61,13 +66,20 @@ from cvb_engine.metrics import (
     tool_use,
 )
 from cvb_engine.report import ivr_dict, tool_use_dict
-from cvb_engine.run_ids import RunIdError, check_run_id
+from cvb_engine.results_format import (
+    RESULTS_FORMAT,
+    CheckEntry,
+    ConstraintEntry,
+    IvrEntry,
+    RecordEntry,
+    ResultsFile,
+    RunInfo,
+    ToolUseEntry,
+    Usage,
+    first_problem,
+)
 from cvb_engine.scoring import Scored
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, utcnow
-
-RESULTS_FORMAT = "cvb-results/2"
-#: Formats `cvb report FILE.json` reads: 1 has no outcomes (its records count as answered).
-READABLE_FORMATS = ("cvb-results/1", "cvb-results/2")
 
 
 class ResultsFileError(ValueError):
@@ -138,9 +150,11 @@ def save_scores(session: Session, record: Record, scored: Scored, *, fresh: bool
     session.add(record)
 
 
-def constraint_details(session: Session, record_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """The ``constraints`` object of the results file for each record id."""
-    out: dict[int, dict[str, Any]] = {rid: {} for rid in record_ids}
+def constraint_details(
+    session: Session, record_ids: list[int]
+) -> dict[int, dict[str, ConstraintEntry]]:
+    """The ``constraints`` of the results file for each record id, from the stored checks."""
+    checks: dict[int, dict[str, list[CheckEntry]]] = {rid: {} for rid in record_ids}
     for chunk_start in range(0, len(record_ids), 500):
         chunk = record_ids[chunk_start : chunk_start + 500]
         outcomes = session.exec(
@@ -149,56 +163,65 @@ def constraint_details(session: Session, record_ids: list[int]) -> dict[int, dic
             .order_by(col(CheckOutcome.record_id), col(CheckOutcome.id))
         )
         for o in outcomes:
-            entry = out[o.record_id].setdefault(o.constraint_id, {"honored": True, "checks": []})
-            entry["checks"].append(
-                {
-                    "id": o.check_id,
-                    "kind": o.kind,
-                    "passed": o.passed,
-                    "reason": o.reason,
-                    "scope": o.scope,
-                    "evidence": o.evidence,
-                }
+            checks[o.record_id].setdefault(o.constraint_id, []).append(
+                CheckEntry.model_validate(
+                    {
+                        "id": o.check_id,
+                        "kind": o.kind,
+                        "passed": o.passed,
+                        "reason": o.reason,
+                        "scope": o.scope,
+                        "evidence": o.evidence,
+                    }
+                )
             )
-            entry["honored"] = entry["honored"] and o.passed
-    return out
-
-
-def record_dict(record: Record, constraints: dict[str, Any] | None) -> dict[str, Any]:
-    ok = record.status == "ok"
     return {
-        "model": record.model,
-        "scenario_id": record.scenario_id,
-        "scenario_version": record.scenario_version,
-        "category": record.category,
-        "arm": record.arm,
-        "rep": record.rep,
-        "status": record.status,
-        "error": record.error,
-        "response": record.response,
-        "code": record.code,
-        "latency_s": record.latency_s,
-        "usage": {
-            "prompt_tokens": record.prompt_tokens,
-            "completion_tokens": record.completion_tokens,
-        },
-        "finish_reason": record.finish_reason,
-        "attempts": record.attempts,
-        "outcome": record.outcome if ok else None,
-        "truncated": bool(record.truncated) if ok and record.truncated is not None else None,
-        "reasoning": record.reasoning,
-        "response_cut": record.response_cut,
-        "error_kind": None if ok else (record.error_kind or "api"),
-        "memory": trace_value(record.memory_json),
-        "worker": record.worker,
-        "scoring_version": record.scoring_version if ok else None,
-        "constraints": constraints if ok else None,
-        "strict": record.strict if ok else None,
-        "stated_passed": record.stated_passed if ok else None,
-        "prompt_version": record.prompt_version,
-        "messages_sha256": record.messages_sha256,
-        "scenario_sha256": record.scenario_sha256,
+        rid: {cid: ConstraintEntry.of_checks(listed) for cid, listed in by_constraint.items()}
+        for rid, by_constraint in checks.items()
     }
+
+
+def record_entry(record: Record, constraints: dict[str, ConstraintEntry] | None) -> RecordEntry:
+    """A stored record as the results file has it (an error record without its scores)."""
+    ok = record.status == RecordStatus.OK
+    return RecordEntry(
+        model=record.model,
+        scenario_id=record.scenario_id,
+        scenario_version=record.scenario_version,
+        category=record.category,
+        arm=record.arm,
+        rep=record.rep,
+        status=RecordStatus(record.status),
+        error=record.error,
+        response=record.response,
+        code=record.code,
+        latency_s=record.latency_s,
+        usage=Usage(prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens),
+        finish_reason=record.finish_reason,
+        attempts=record.attempts,
+        outcome=_outcome(record.outcome) if ok else None,
+        truncated=bool(record.truncated) if ok and record.truncated is not None else None,
+        reasoning=record.reasoning,
+        response_cut=record.response_cut,
+        error_kind=None if ok else ErrorKind(record.error_kind or ErrorKind.API),
+        memory=_object_or_none(trace_value(record.memory_json)),
+        worker=record.worker,
+        scoring_version=record.scoring_version if ok else None,
+        constraints=(constraints or {}) if ok else None,
+        strict=record.strict if ok else None,
+        stated_passed=record.stated_passed if ok else None,
+        prompt_version=record.prompt_version,
+        messages_sha256=record.messages_sha256,
+        scenario_sha256=record.scenario_sha256,
+    )
+
+
+def _outcome(value: str | None) -> Outcome | None:
+    return next((o for o in OUTCOMES if o == value), None)
+
+
+def _object_or_none(value: object) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 def iter_run_records(session: Session, run_id: str, batch: int = 1000) -> Iterator[Record]:
@@ -220,16 +243,16 @@ def iter_run_records(session: Session, run_id: str, batch: int = 1000) -> Iterat
 
 
 def export_results(session: Session, run_id: str) -> dict[str, Any]:
-    """The results file for one stored run."""
+    """The results file for one stored run, as its JSON value."""
     run = session.get(Run, run_id)
     if run is None:
         raise KeyError(run_id)
-    records: list[dict[str, Any]] = []
+    records: list[RecordEntry] = []
     batch: list[Record] = []
 
     def flush() -> None:
         details = constraint_details(session, [r.id for r in batch if r.id is not None])
-        records.extend(record_dict(r, details.get(r.id or -1)) for r in batch)
+        records.extend(record_entry(r, details.get(r.id or -1)) for r in batch)
         batch.clear()
 
     for record in iter_run_records(session, run_id):
@@ -237,22 +260,22 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
         if len(batch) >= 500:
             flush()
     flush()
-    records.sort(key=lambda r: (r["model"], r["scenario_id"], r["arm"], r["rep"]))
-    data: dict[str, Any] = {
-        "format": RESULTS_FORMAT,
-        "prompt_version": run.prompt_version,
-        "run": {"id": run.id, "started": _iso(run.created), "params": run.params},
-        "records": records,
-    }
+    records.sort(key=lambda r: (r.model, r.scenario_id, r.arm, r.rep))
     ivr_results = ivr(db_ivr_rows(session, [run_id]))
-    if ivr_results:
-        data["ivr"] = ivr_dict(ivr_results)
     memory_rows = db_memory_rows(session, [run_id])
     uses = tool_use(memory_rows)
-    if uses:
-        layers = layer_names({u.arm for u in uses}, memory_rows)
-        data["memory_tool"] = tool_use_dict(uses, layers)
-    return data
+    layers = layer_names({u.arm for u in uses}, memory_rows) if uses else {}
+    results = ResultsFile(
+        format=RESULTS_FORMAT,
+        prompt_version=run.prompt_version,
+        run=RunInfo(id=run.id, started=_iso(run.created), params=run.params),
+        records=records,
+        ivr=[IvrEntry.model_validate(d) for d in ivr_dict(ivr_results)] if ivr_results else None,
+        memory_tool=[ToolUseEntry.model_validate(d) for d in tool_use_dict(uses, layers)]
+        if uses
+        else None,
+    )
+    return results.as_json()
 
 
 def _iso(moment: datetime) -> str:
@@ -308,87 +331,26 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         raise
 
 
-_REQUIRED_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "model": str,
-    "scenario_id": str,
-    "category": str,
-    "arm": str,
-    "rep": int,
-    "status": str,
-}
-
-
 def load_results_file(path: str | Path) -> dict[str, Any]:
-    """Read and validate a results file; errors name the file and the field."""
+    """Read and validate a results file (:class:`~cvb_engine.results_format.ResultsFile`);
+    errors name the file and the field. Returns the file's JSON value."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
+        data = json.loads(text)
     except OSError as exc:
         raise ResultsFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ResultsFileError(f"{p}: not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise ResultsFileError(f"{p}: top level: expected an object")
-    if data.get("format") not in READABLE_FORMATS:
-        raise ResultsFileError(
-            f"{p}: format: expected one of {', '.join(map(repr, READABLE_FORMATS))}, "
-            f"found {data.get('format')!r}"
-        )
-    run = data.get("run")
-    if run is not None and not isinstance(run, dict):
-        raise ResultsFileError(f"{p}: run: expected an object")
-    if run and "id" in run:
-        try:
-            check_run_id(run["id"], f"{p}: run.id")
-        except RunIdError as exc:
-            raise ResultsFileError(str(exc)) from None
-    records = data.get("records")
-    if not isinstance(records, list):
-        raise ResultsFileError(f"{p}: records: expected a list")
-    for i, rec in enumerate(records):
-        if not isinstance(rec, dict):
-            raise ResultsFileError(f"{p}: records[{i}]: expected an object")
-        for name, typ in _REQUIRED_RECORD_FIELDS.items():
-            if not isinstance(rec.get(name), typ) or isinstance(rec.get(name), bool):
-                raise ResultsFileError(
-                    f"{p}: records[{i}].{name}: expected {getattr(typ, '__name__', typ)}, "
-                    f"found {rec.get(name)!r}"
-                )
-        if rec["status"] not in ("ok", "error"):
-            raise ResultsFileError(f"{p}: records[{i}].status: expected 'ok' or 'error'")
-        if rec.get("error_kind") not in (None, "api", "memory"):
-            raise ResultsFileError(
-                f"{p}: records[{i}].error_kind: expected 'api', 'memory' or null"
-            )
-        if rec["status"] == "ok":
-            if not isinstance(rec.get("strict"), bool):
-                raise ResultsFileError(f"{p}: records[{i}].strict: expected true or false")
-            cons = rec.get("constraints")
-            if not isinstance(cons, dict) or not all(
-                isinstance(v, dict) and isinstance(v.get("honored"), bool) for v in cons.values()
-            ):
-                raise ResultsFileError(
-                    f"{p}: records[{i}].constraints: expected an object of {{honored: bool}}"
-                )
-            outcome = rec.get("outcome")
-            if outcome is not None and outcome not in OUTCOMES:
-                raise ResultsFileError(
-                    f"{p}: records[{i}].outcome: expected one of {', '.join(OUTCOMES)} or null, "
-                    f"found {outcome!r}"
-                )
-            if rec.get("truncated") not in (None, True, False):
-                raise ResultsFileError(f"{p}: records[{i}].truncated: expected true, false or null")
-            if rec.get("response_cut") not in (None, True, False):
-                raise ResultsFileError(
-                    f"{p}: records[{i}].response_cut: expected true, false or null"
-                )
-            version = rec.get("scoring_version")
-            if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-                raise ResultsFileError(
-                    f"{p}: records[{i}].scoring_version: expected an integer or null"
-                )
+    except RecursionError:
+        raise ResultsFileError(f"{p}: not valid JSON: nested too deep") from None
+    try:
+        # from the text: strict JSON validation takes "ok" for RecordStatus.OK
+        ResultsFile.model_validate_json(text)
+    except ValidationError as exc:
+        raise ResultsFileError(f"{p}: {first_problem(exc)}") from None
     return data
 
 
@@ -400,9 +362,9 @@ def rows_from_results(data: dict[str, Any]) -> list[RecordRow]:
             category=r["category"],
             arm=r["arm"],
             status=r["status"],
-            strict=r.get("strict") if r["status"] == "ok" else None,
+            strict=r.get("strict") if r["status"] == RecordStatus.OK else None,
             constraints={k: v["honored"] for k, v in (r.get("constraints") or {}).items()},
-            stated_passed=r.get("stated_passed") if r["status"] == "ok" else None,
+            stated_passed=r.get("stated_passed") if r["status"] == RecordStatus.OK else None,
             outcome=r.get("outcome"),
             truncated=bool(r.get("truncated")),
             error_kind=r.get("error_kind"),
@@ -460,10 +422,12 @@ def db_tallies(
 ) -> tuple[list[Tally], list[ConstraintTally]]:
     """Per-scenario and per-constraint counts, aggregated in the database."""
     ids = list(run_ids)
-    scored = (col(Record.status) == "ok") & col(Record.strict).is_not(None)
+    scored = (col(Record.status) == RecordStatus.OK) & col(Record.strict).is_not(None)
     n_scored = func.sum(case((scored, 1), else_=0))
     n_strict = func.sum(case((scored & (col(Record.strict).is_(True)), 1), else_=0))
-    memory_failure = (col(Record.status) == "error") & (col(Record.error_kind) == "memory")
+    memory_failure = (col(Record.status) == RecordStatus.ERROR) & (
+        col(Record.error_kind) == ErrorKind.MEMORY
+    )
     n_errors = func.sum(case((scored, 0), (memory_failure, 0), else_=1))
     n_memory_errors = func.sum(case((memory_failure, 1), else_=0))
     outcome = col(Record.outcome)
@@ -583,7 +547,7 @@ def db_memory_rows(session: Session, run_ids: Iterable[str], batch: int = 500) -
                 col(Record.arm) == arm,
                 col(Record.memory_json).is_not(None),
             )
-            .order_by(case((col(Record.status) == "ok", 0), else_=1), col(Record.id))
+            .order_by(case((col(Record.status) == RecordStatus.OK, 0), else_=1), col(Record.id))
             .limit(1)
         ).first()
         if first is not None:
@@ -605,7 +569,7 @@ def scoring_versions(session: Session, run_ids: Iterable[str]) -> dict[int, int]
         sa_select(col(Record.scoring_version), func.count())
         .where(
             col(Record.run_id).in_(list(run_ids)),
-            col(Record.status) == "ok",
+            col(Record.status) == RecordStatus.OK,
             col(Record.strict).is_not(None),
         )
         .group_by(col(Record.scoring_version))
@@ -621,7 +585,7 @@ def file_scoring_versions(data: dict[str, Any]) -> dict[int, int]:
     """The same for a results file (a ``cvb-results/1`` record is version 1)."""
     out: dict[int, int] = {}
     for r in data.get("records", []):
-        if r.get("status") == "ok":
+        if r.get("status") == RecordStatus.OK:
             key = int(r.get("scoring_version") or 1)
             out[key] = out.get(key, 0) + 1
     return out

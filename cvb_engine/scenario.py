@@ -28,6 +28,7 @@ from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from cvb_engine.checks.base import get_kind, registry
+from cvb_engine.kinds import SeedArm
 
 CVB_CATEGORIES: tuple[str, ...] = (
     "library-choice",
@@ -39,7 +40,7 @@ CVB_CATEGORIES: tuple[str, ...] = (
     "logging-testing",
 )
 CATEGORIES: tuple[str, ...] = (*CVB_CATEGORIES, "ivr")
-ARMS: tuple[str, ...] = ("cold", "mandated", "incentivized")
+ARMS: tuple[str, ...] = tuple(a.value for a in SeedArm)
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 MAX_FILE_BYTES = 512 * 1024
 MAX_DEPTH = 32

@@ -25,6 +25,7 @@ from typing import Any
 
 from cvb_engine.checks.base import CheckKind, CheckResult, Subject, get_kind
 from cvb_engine.extract import Outcome, extract, outcome_from
+from cvb_engine.results_format import CheckEntry, ConstraintEntry
 from cvb_engine.scenario import Scenario
 
 #: The rules that turn a reply into verdicts. 1: the first build (no outcomes;
@@ -46,7 +47,8 @@ class CheckVerdict:
     result: CheckResult
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.check_id, "kind": self.kind, **self.result.as_dict()}
+        """The verdict as the results file has it."""
+        return CheckEntry.of(self.check_id, self.kind, self.result).model_dump(mode="json")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ class ConstraintVerdict:
         return all(c.result.passed for c in self.checks)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"honored": self.honored, "checks": [c.as_dict() for c in self.checks]}
+        """The verdict as the results file has it."""
+        return ConstraintEntry.of(self).model_dump(mode="json")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from cvb_engine.kinds import SeedArm
 from cvb_engine.scenario import Scenario
 
 __all__ = [
@@ -207,7 +208,7 @@ def parse_arm(text: str) -> ArmVariant:
     return ArmVariant(kind, params)
 
 
-SEED_ARMS = ("cold", "mandated", "incentivized")
+SEED_ARMS: tuple[str, ...] = tuple(a.value for a in SeedArm)
 
 
 def arm_order(names: Iterable[str]) -> list[str]:
