@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
 
 
@@ -63,6 +63,10 @@ class Run(SQLModel, table=True):
     # schema 5: set by Cancel (the studio's Run page): every runner of the run stops
     # sending at its next cell, on any machine (NULL: never asked).
     cancel_requested: bool | None = None
+    # schema 6: True when the stored params cannot rebuild the run's matrix (an older
+    # secret filter dropped some of them; see _migrate_5_to_6): such a run is not resumed
+    # from the store. NULL: the params are whole.
+    legacy_params: bool | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -329,12 +333,42 @@ def _migrate_4_to_5(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE run ADD COLUMN cancel_requested BOOLEAN"))
 
 
+def _params_incomplete(params: dict[str, Any], total_cells: int) -> bool:
+    if params.get("max_tokens") is None:
+        return True
+    per = (
+        len(params.get("models") or [])
+        * len(params.get("arms") or [])
+        * int(params.get("runs") or 0)
+    )
+    return bool(per) and len(params.get("scenarios") or {}) < total_cells // per
+
+
+def _migrate_5_to_6(conn: Connection) -> None:
+    # Before 2026-11-30 redact_params dropped every key that *mentioned* key, token,
+    # secret, password or authorization, at any depth: `max_tokens`, and the ids of
+    # scenarios such as `reset-token-generator` (keys of the `scenarios` map). Such a
+    # run's matrix cannot be rebuilt from its params, so it cannot be resumed from the
+    # store. Marked legacy: params without `max_tokens` (every run stored since has it),
+    # or whose `scenarios` map holds fewer ids than the matrix has scenarios
+    # (total_cells / (models x arms x runs)).
+    if "legacy_params" not in {c["name"] for c in inspect(conn).get_columns("run")}:
+        conn.execute(text("ALTER TABLE run ADD COLUMN legacy_params BOOLEAN"))
+    rows = conn.execute(text("SELECT id, params_json, total_cells FROM run")).all()
+    for run_id, params_json, total_cells in rows:
+        if _params_incomplete(json.loads(params_json), int(total_cells or 0)):
+            conn.execute(
+                text("UPDATE run SET legacy_params = :t WHERE id = :id"), {"t": True, "id": run_id}
+            )
+
+
 #: MIGRATIONS[n] takes a store from schema n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _migrate_1_to_2,
     2: _migrate_2_to_3,
     3: _migrate_3_to_4,
     4: _migrate_4_to_5,
+    5: _migrate_5_to_6,
 }
 
 

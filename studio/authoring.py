@@ -2,8 +2,7 @@
 
 Nothing here draws anything; the page calls these functions and shows their
 results. Every function is usable (and tested) without a running Streamlit
-server, except the ``cached_*`` wrappers at the end, which only bound the
-work a rerun repeats.
+server; :mod:`studio.cache` wraps the ones a rerun repeats.
 
 Saving is the part with teeth. A scenario is written only to
 ``<scenarios>/<category>/<id>.yaml`` and a draft only to
@@ -30,16 +29,16 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import streamlit as st
-
 from cvb_engine import (
     ARMS,
     CATEGORIES,
+    MAX_SCENARIO_BYTES,
+    SCENARIO_ID_PATTERN,
     Finding,
     LoadedScenario,
     Scenario,
@@ -51,9 +50,9 @@ from cvb_engine import (
     lint_text,
     load_text,
     registry,
+    scenario_files,
     score_code,
 )
-from cvb_engine.scenario import ID_PATTERN, MAX_FILE_BYTES, discover
 
 MAX_ID_LENGTH = 80
 # Sample verdicts re-run every check on every sample; a pattern that times out
@@ -86,7 +85,7 @@ def id_problem(value: str) -> str | None:
         return "the id is empty"
     if len(value) > MAX_ID_LENGTH:
         return f"the id is longer than {MAX_ID_LENGTH} characters"
-    if not ID_PATTERN.match(value):
+    if not SCENARIO_ID_PATTERN.match(value):
         return (
             f"{value!r} is not a valid id: lowercase letters and digits in words joined by "
             "single hyphens, e.g. http-client-choice (no '/', '.', spaces or capitals)"
@@ -217,7 +216,7 @@ def library_files(root: Path) -> list[Path]:
     base = root.resolve()
     if not base.is_dir():
         return []
-    return [p for p in discover([base]) if p.resolve().is_relative_to(base)]
+    return [p for p in scenario_files([base]) if p.resolve().is_relative_to(base)]
 
 
 def draft_files(drafts: Path) -> list[Path]:
@@ -243,7 +242,7 @@ def library_stamps(root: Path) -> tuple[Stamp, ...]:
 def read_text(path: Path) -> str:
     """A scenario file as text; undecodable bytes are shown, not fatal (lint names them)."""
     with path.open("rb") as fh:
-        raw = fh.read(MAX_FILE_BYTES + 1)
+        raw = fh.read(MAX_SCENARIO_BYTES + 1)
     return raw.decode("utf-8", errors="replace")
 
 
@@ -259,7 +258,7 @@ class FileReport:
 def file_report(path: Path) -> FileReport:
     """Lint one file on its own (the cross-file rules need the whole set; see ``lint_editor``)."""
     try:
-        text = path.read_bytes()[: MAX_FILE_BYTES + 1].decode("utf-8")
+        text = path.read_bytes()[: MAX_SCENARIO_BYTES + 1].decode("utf-8")
     except (OSError, UnicodeDecodeError):
         # Unreadable or not UTF-8: let the engine say why, in its own words.
         findings = [f for f in lint_paths([path], shipped=False) if f.code != "E012"]
@@ -339,7 +338,7 @@ def lint_editor(
 
 def guess_id(text: str) -> str | None:
     """The ``id:`` of YAML that may not parse (for naming a draft)."""
-    match = _ID_LINE.search(text[:MAX_FILE_BYTES])
+    match = _ID_LINE.search(text[:MAX_SCENARIO_BYTES])
     return match.group(1) if match and id_problem(match.group(1)) is None else None
 
 
@@ -653,21 +652,21 @@ def check_summary(scenario: Scenario) -> dict[str, list[tuple[str, str]]]:
 
 def prompts(scenario: Scenario) -> dict[str, list[dict[str, str]]]:
     """The messages of every arm, exactly as the runner sends them."""
-    return {arm: [dict(m) for m in build_messages(scenario, arm)] for arm in ARMS}
+    return {
+        arm: [{"role": m["role"], "content": m["content"]} for m in build_messages(scenario, arm)]
+        for arm in ARMS
+    }
 
 
-# --------------------------------------------------------------------------- cached views
-# Reruns repeat these with the same inputs (every widget change reruns the page);
-# keys are file stamps and texts, so a changed file or text is a new entry.
+def library_view(
+    root: Path, drafts: Path, report_of: Callable[[Stamp], FileReport] | None = None
+) -> tuple[list[LibraryEntry], list[LoadedScenario]]:
+    """Table rows for the library and its drafts, and the library's loaded scenarios.
 
-
-@st.cache_data(max_entries=2048, show_spinner=False)
-def cached_file_report(file_stamp: Stamp) -> FileReport:
-    return file_report(Path(file_stamp[0]))
-
-
-def library_view(root: Path, drafts: Path) -> tuple[list[LibraryEntry], list[LoadedScenario]]:
-    """Table rows for the library and its drafts, and the library's loaded scenarios."""
+    ``report_of`` reads one file's report from its stamp (the page passes a cached one,
+    :func:`studio.cache.file_report`); by default each file is read now.
+    """
+    read = report_of or (lambda file_stamp: file_report(Path(file_stamp[0])))
     entries: list[LibraryEntry] = []
     items: list[LoadedScenario] = []
     places: list[tuple[Where, Path, list[Path]]] = [
@@ -677,7 +676,7 @@ def library_view(root: Path, drafts: Path) -> tuple[list[LibraryEntry], list[Loa
     for where, base, files in places:
         for path in files:
             try:
-                report = cached_file_report(stamp(path))
+                report = read(stamp(path))
             except OSError:
                 continue
             entries.append(library_entry(report, base, where))
@@ -686,16 +685,8 @@ def library_view(root: Path, drafts: Path) -> tuple[list[LibraryEntry], list[Loa
     return entries, items
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_lint(
-    text: str, root: str, fallback: str, library_stamps: tuple[Stamp, ...]
-) -> EditorLint:
-    items = [r.item for r in (cached_file_report(s) for s in library_stamps) if r.item is not None]
-    return lint_editor(text, Path(root), items, Path(fallback))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_score(text: str, path: str, code: str) -> Scored | None:
+def score_text(text: str, path: str, code: str) -> Scored | None:
+    """``code`` scored against the scenario in ``text``; None while the text does not load."""
     try:
         item = load_text(text, path)
     except ScenarioError:
@@ -703,8 +694,8 @@ def cached_score(text: str, path: str, code: str) -> Scored | None:
     return score_code(item.scenario, code)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_samples(text: str, path: str) -> list[SampleVerdict]:
+def sample_verdicts_of_text(text: str, path: str) -> list[SampleVerdict]:
+    """The verdicts on the samples of the scenario in ``text``; none while it does not load."""
     try:
         item = load_text(text, path)
     except ScenarioError:

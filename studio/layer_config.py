@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
-from cvb_engine.arms import ArmError, arm_order, canonical_arm, parse_arm
-from cvb_engine.metrics import LAYER_KINDS
+from cvb_engine import LAYER_KINDS, ArmError, arm_order, canonical_arm, parse_arm
 
 if TYPE_CHECKING:
-    from cvb_engine.arms.layered import LayerParams
+    from cvb_engine import LayerParams
 
 Transport = Literal["builtin", "command", "url"]
 
@@ -66,7 +65,7 @@ def _layer_params(form: LayerForm) -> list[str]:
 def _name(kind: str, items: Sequence[str]) -> str:
     text = kind + ("@" + ",".join(items) if items else "")
     name = canonical_arm(text)
-    from cvb_engine.arms.layered import layer_spec
+    from cvb_engine import layer_spec
 
     layer_spec(cast("LayerParams", parse_arm(name).params))  # the checks cvb run makes
     return name
@@ -97,7 +96,7 @@ def layer_arms(form: LayerForm) -> list[str]:
 def _not_default(kind: str, settings: dict[str, float]) -> list[str]:
     """``key=value`` items for the settings that differ from the kind's defaults (so a
     message quotes the name as the user would write it)."""
-    from cvb_engine.arms import arm_kind
+    from cvb_engine import arm_kind
 
     defaults = arm_kind(kind).params()
     return [f"{k}={v:g}" for k, v in settings.items() if getattr(defaults, k) != v]
@@ -129,8 +128,7 @@ def probe(name: str, *, state_dir: Path | None = None) -> ProbeOutcome:
     Never raises: a refused setting, a layer that fails or anything unexpected comes back
     as a message (a layer's own words are quoted in it; show them as text).
     """
-    from cvb_engine.arms.layered import layer_spec
-    from cvb_engine.memory_layers import LayerError, probe_layer
+    from cvb_engine import LayerError, layer_spec, probe_layer
 
     try:
         spec = layer_spec(cast("LayerParams", parse_arm(name).params))
@@ -145,6 +143,6 @@ def probe(name: str, *, state_dir: Path | None = None) -> ProbeOutcome:
 
 def default_state_dir() -> Path:
     """Where a probed command layer may keep its index: beside the runs' layer state."""
-    from cvb_engine.runner import layer_state_root
+    from cvb_engine import layer_state_root
 
     return layer_state_root() / "studio-probe"

@@ -48,7 +48,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from cvb_engine.hosts import (  # noqa: E402
+from cvb_engine import (  # noqa: E402
     ALLOWED_HOSTS_ENV,
     HostPort,
     allowed_from_env,

@@ -13,7 +13,8 @@ from pathlib import Path
 import streamlit as st
 from sqlalchemy.engine import Engine, make_url
 
-from cvb_engine.store import database_url, get_engine
+from cvb_engine import database_url
+from studio import cache
 
 # (file in app_pages/, title, icon, url path)
 PAGES: list[tuple[str, str, str, str]] = [
@@ -35,14 +36,9 @@ def store_label() -> str:
     return make_url(db_url()).render_as_string(hide_password=True)
 
 
-@st.cache_resource(show_spinner=False)
-def _engine(url: str) -> Engine:
-    return get_engine(url)
-
-
 def engine() -> Engine:
     """The store's engine, shared by every session of this studio process."""
-    return _engine(db_url())
+    return cache.store_engine(db_url())
 
 
 def init() -> None:

@@ -123,7 +123,7 @@ def test_upgrade_3_to_4_adds_response_cut_once(tmp_path: Path, column_there: boo
         conn.execute(text("UPDATE meta SET value = '3' WHERE key = 'schema_version'"))
     dispose_engines()
     engine = get_engine(url, create=False)
-    assert upgrade_schema(engine) == [4, 5]
+    assert upgrade_schema(engine) == [4, 5, 6]
     assert stored_version(engine) == SCHEMA_VERSION
     with engine.connect() as conn:
         columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
@@ -165,8 +165,8 @@ def test_upgrade_4_to_5_keeps_records_and_adds_the_runner_tables(tmp_path: Path)
         conn.execute(text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
     dispose_engines()
     engine = get_engine(url, create=False)
-    assert upgrade_schema(engine) == [5]
-    assert stored_version(engine) == 5
+    assert upgrade_schema(engine) == [5, 6]
+    assert stored_version(engine) == SCHEMA_VERSION
     with engine.connect() as conn:
         columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
         tables = {row[0] for row in conn.execute(text("SELECT name FROM sqlite_master"))}
@@ -174,5 +174,73 @@ def test_upgrade_4_to_5_keeps_records_and_adds_the_runner_tables(tmp_path: Path)
     assert {"error_kind", "memory_json", "worker"} <= set(columns)
     assert {"cellclaim", "runworker"} <= tables
     assert tuple(kept) == (1, None)  # the old record is there, its error kind unknown
+    engine.dispose()
+    dispose_engines()
+
+
+@pytest.mark.parametrize(
+    ("params", "total_cells", "legacy"),
+    [
+        pytest.param(
+            {
+                "models": ["m"],
+                "arms": ["cold"],
+                "runs": 1,
+                "max_tokens": 700,
+                "scenarios": {"a": {}, "reset-token-generator": {}},
+            },
+            2,
+            False,
+            id="whole",
+        ),
+        pytest.param(
+            {"models": ["m"], "arms": ["cold"], "runs": 1, "scenarios": {"a": {}, "b": {}}},
+            2,
+            True,
+            id="max-tokens-dropped",
+        ),
+        pytest.param(
+            {
+                "models": ["m"],
+                "arms": ["cold", "mandated"],
+                "runs": 2,
+                "max_tokens": 1024,
+                "scenarios": {"a": {}},
+            },
+            8,
+            True,
+            id="a-scenario-id-dropped",
+        ),
+    ],
+)
+def test_upgrade_5_to_6_marks_runs_whose_params_cannot_be_resumed(
+    tmp_path: Path, params: dict[str, object], total_cells: int, legacy: bool
+) -> None:
+    """Runs stored while the secret filter dropped ``max_tokens`` and scenario ids that
+    mention a token are marked legacy (their resume is refused, not searched for)."""
+    from cvb_engine.store import Run, stored_version, upgrade_schema
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = get_engine(url)
+    with Session(engine) as session:
+        session.add(
+            Run(
+                id="r1",
+                prompt_version="2.0",
+                params_json=json.dumps(params),
+                total_cells=total_cells,
+            )
+        )
+        session.commit()
+    with engine.begin() as conn:
+        conn.execute(text("ALTER TABLE run DROP COLUMN legacy_params"))
+        conn.execute(text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))
+    dispose_engines()
+    engine = get_engine(url, create=False)
+    assert upgrade_schema(engine) == [6]
+    assert stored_version(engine) == SCHEMA_VERSION
+    with Session(engine) as session:
+        run = session.get(Run, "r1")
+        assert run is not None and bool(run.legacy_params) is legacy
     engine.dispose()
     dispose_engines()

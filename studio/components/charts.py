@@ -18,9 +18,17 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from cvb_engine.metrics import IVRSummary, Rate, Summary
-from cvb_engine.queries import Comparison, PublishedCVB, PublishedIVR
-from cvb_engine.report_html import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
+from cvb_engine import (
+    ARM_COLORS,
+    GAP_COLOR,
+    PUBLISHED_COLOR,
+    Comparison,
+    IVRSummary,
+    PublishedCVB,
+    PublishedIVR,
+    Rate,
+    Summary,
+)
 from studio.components.text import chart_text as _t
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
@@ -68,7 +76,7 @@ def arm_accuracy(
     models = [m for m in summary.models if not models or m in models]
     arms = [a for a in summary.arms if not arms or a in arms]
     fig = go.Figure()
-    from cvb_engine.report import arm_title
+    from cvb_engine import arm_title
 
     for arm in arms:
         rates = [summary.strict.get((m, arm)) for m in models]
@@ -475,7 +483,7 @@ def memory_curve(summary: Summary) -> go.Figure:
     :func:`cvb_engine.report.memory_curves` (the incentivized arm per model, channel and
     position; each memory-layer series per model, named with its layer), each with its 95%
     bootstrap CI as a band (DESIGN §12)."""
-    from cvb_engine.report import memory_curves
+    from cvb_engine import memory_curves
 
     fig = go.Figure()
     palette = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a", "#ad1a72")

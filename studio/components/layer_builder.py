@@ -15,9 +15,7 @@ from typing import Literal
 
 import streamlit as st
 
-from cvb_engine.arms import ArmError, arm_order
-from cvb_engine.endpoints import key_is_set, key_variable_problem_or_error
-from cvb_engine.metrics import LAYER_KINDS
+from cvb_engine import LAYER_KINDS, ArmError, arm_order, key_is_set, key_variable_problem_or_error
 from studio import layer_config
 from studio.components.text import plain
 

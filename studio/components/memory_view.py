@@ -20,10 +20,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from cvb_engine.arms.layered import TOOL_NAME
-from cvb_engine.memory_trace import Trace, TraceCall
-from cvb_engine.metrics import layer_kind
-from cvb_engine.queries import CellRecord
+from cvb_engine import MEMORY_TOOL_NAME as TOOL_NAME
+from cvb_engine import CellRecord, Trace, TraceCall, layer_kind
 from studio.components.text import block, plain
 
 #: A returned text longer than this (characters) starts collapsed.

@@ -14,7 +14,8 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from cvb_engine.claims import RunnerState, runners
+from cvb_engine import RunnerState
+from cvb_engine import run_runners as runners
 from studio.components.text import plain
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import re
 
-from cvb_engine.safe_text import terminal_text
+from cvb_engine import terminal_text
 
 #: Longest value shown inline before it is cut (the full text stays in the store).
 INLINE_LIMIT = 300

@@ -713,29 +713,30 @@ def test_a_memory_sweep_adds_variants_and_the_call_count_follows(
 ) -> None:
     """The Run page's sweep builder: loads × positions × channels become incentivized
     variants in the preview, and the live call count multiplies by the arms."""
-    from cvb_engine import load_library
-    from studio import launcher
+    from dataclasses import replace
+
+    from cvb_engine import LaunchSpec, load_library, preview_launch, sweep_arms
 
     repo = Path(__file__).resolve().parents[2]
-    assert launcher.sweep_arms([], ["start"], ["system"]) == []
-    assert launcher.sweep_arms([0, 50], [], ["inline", "system"]) == [
+    assert sweep_arms([], ["start"], ["system"]) == []
+    assert sweep_arms([0, 50], [], ["inline", "system"]) == [
         "incentivized",
         "incentivized@channel=system",
         "incentivized@load=50",
         "incentivized@load=50,channel=system",
     ]
     library = load_library(repo / "scenarios")
-    spec = launcher.LaunchSpec(
+    spec = LaunchSpec(
         scenarios=str(repo / "scenarios"),
         base_url="http://127.0.0.1:9",
         api_key_env="",
         run_id="sweep-preview",
         models=("m-a",),
         only=tuple(SCENARIOS),
-        arms=("mandated", *launcher.sweep_arms([10, 50], ["start", "end"], [])),
+        arms=("mandated", *sweep_arms([10, 50], ["start", "end"], [])),
         runs=1,
     )
-    preview = launcher.preview(spec, library)
+    preview = preview_launch(spec, library)
     assert preview.problems == []
     assert preview.arms == [
         "mandated",  # then the variants in the matrix's one order (parameters' values)
@@ -745,7 +746,7 @@ def test_a_memory_sweep_adds_variants_and_the_call_count_follows(
         "incentivized@load=50,position=start",
     ]
     assert preview.calls == 2 * 5
-    bad = launcher.preview(launcher.replace(spec, arms=("incentivized@load=400",)), library)
+    bad = preview_launch(replace(spec, arms=("incentivized@load=400",)), library)
     assert any("only 350 entries" in problem for problem in bad.problems), bad.problems
 
 

@@ -1,0 +1,174 @@
+"""What a launch sends: the arguments of one ``cvb run``, and its dry run.
+
+A :class:`LaunchSpec` holds no secret: the key is named by its environment
+variable (``--api-key-env NAME``), never given.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from cvb_engine.arms import ArmContext, ArmError, arm_order, expand_sweep, parse_arms
+from cvb_engine.endpoints import DEFAULT_MODEL_COUNT, MODEL_PREFERENCE, EndpointError, load_presets
+from cvb_engine.prompts import build_messages
+from cvb_engine.runner import DEFAULTS, RunError, pool_path, select_scenarios
+from cvb_engine.scenario import ARMS, LoadedScenario, ScenarioError
+
+# --------------------------------------------------------------------------- what to run
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """The arguments of one ``cvb run`` (DESIGN §8), without any secret."""
+
+    scenarios: str
+    base_url: str
+    api_key_env: str
+    run_id: str
+    endpoint: str | None = None  # the preset's name, kept with the run for display
+    models: tuple[str, ...] = ()  # empty: the runner probes the catalog
+    categories: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()  # scenario ids; wins over categories
+    arms: tuple[str, ...] = ARMS
+    runs: int = int(DEFAULTS["runs"])
+    temperature: float = float(DEFAULTS["temperature"])
+    max_tokens: int = int(DEFAULTS["max_tokens"])
+    concurrency: int = int(DEFAULTS["concurrency"])
+    seed: int | None = int(DEFAULTS["seed"])
+    timeout_s: float = float(DEFAULTS["timeout_s"])
+    max_attempts: int = int(DEFAULTS["max_attempts"])
+    note: str | None = None
+    retry_errors: bool = False
+
+
+def _num(value: float) -> str:
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+def run_arguments(spec: LaunchSpec) -> list[str]:
+    """The arguments after ``cvb run``; a key variable's *name* only."""
+    args = ["--scenarios", spec.scenarios]
+    if spec.endpoint and spec.endpoint in _preset_names():
+        args += ["--endpoint", spec.endpoint]
+    args += ["--base-url", spec.base_url, "--api-key-env", spec.api_key_env]
+    if spec.models:
+        args += ["--models", ",".join(spec.models)]
+    if spec.only:
+        args += ["--only", ",".join(spec.only)]
+    elif spec.categories:
+        args += ["--categories", ",".join(spec.categories)]
+    args += ["--arms", ",".join(spec.arms), "--runs", str(spec.runs)]
+    args += ["--temperature", _num(spec.temperature), "--max-tokens", str(spec.max_tokens)]
+    args += ["--seed", str(-1 if spec.seed is None else spec.seed)]
+    args += ["--concurrency", str(spec.concurrency), "--timeout", _num(spec.timeout_s)]
+    args += ["--max-attempts", str(spec.max_attempts), "--run-id", spec.run_id]
+    if spec.note:
+        args += ["--note", spec.note]
+    if spec.retry_errors:
+        args.append("--retry-errors")
+    return args
+
+
+def command_line(spec: LaunchSpec) -> list[str]:
+    """What is executed: this interpreter's ``cvb run`` (``python -m cvb_engine.runner``)."""
+    return [sys.executable, "-m", "cvb_engine.runner", *run_arguments(spec)]
+
+
+def shell_command(spec: LaunchSpec) -> str:
+    """The same run as a ``cvb run`` command a researcher can paste in a terminal."""
+    return shlex.join(["cvb", "run", *run_arguments(spec)])
+
+
+def _preset_names() -> set[str]:
+    try:
+        return set(load_presets())
+    except EndpointError:
+        return set()
+
+
+# --------------------------------------------------------------------------- dry run
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The matrix a launch would send, computed without sending anything."""
+
+    scenarios: list[str]
+    by_category: dict[str, int]
+    arms: list[str]
+    runs: int
+    models: list[str]
+    models_known: bool  # False: the catalog is probed at launch (size assumes 3 models)
+    calls: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def formula(self) -> str:
+        models = counted(len(self.models), "model")
+        if not self.models_known:
+            models += " (probed at launch)"
+        return (
+            f"{counted(len(self.scenarios), 'scenario')} × {counted(len(self.arms), 'arm')} × "
+            f"{counted(self.runs, 'repetition')} × {models} = {counted(self.calls, 'call')}"
+        )
+
+
+def counted(n: object, word: str) -> str:
+    """``1 model``, ``3 models``; a count that is not a number (``?``) takes the plural."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def sweep_arms(
+    loads: Sequence[int], positions: Sequence[str], channels: Sequence[str]
+) -> list[str]:
+    """The incentivized variants of a memory sweep (what ``--memory-sweep`` expands to);
+    none when no load is chosen. An empty positions or channels list keeps the default."""
+    if not loads:
+        return []
+    specs = [f"load={','.join(str(n) for n in loads)}"]
+    if positions:
+        specs.append(f"position={','.join(positions)}")
+    if channels:
+        specs.append(f"channel={','.join(channels)}")
+    return expand_sweep(specs)
+
+
+def preview_launch(spec: LaunchSpec, library: dict[str, LoadedScenario]) -> Preview:
+    """What ``cvb run --dry-run`` reports for ``spec``: the same scenario selection."""
+    problems: list[str] = []
+    try:
+        chosen = select_scenarios(library, list(spec.categories), list(spec.only))
+    except RunError as exc:
+        chosen = {}
+        problems.append(str(exc))
+    if not spec.arms:
+        problems.append("choose at least one arm")
+    try:
+        arms = arm_order(parse_arms(spec.arms))  # the matrix's arms, as cvb run orders them
+        first = next(iter(chosen.values()), None)
+        if first is not None:  # a load beyond the pool, say: found now, not at launch
+            context = ArmContext(pool_path(spec.scenarios))
+            for arm in arms:
+                build_messages(first.scenario, arm, context)
+    except ArmError as exc:
+        arms = []
+        problems.append(str(exc))
+    except (OSError, ScenarioError) as exc:
+        problems.append(f"memory pool: {exc}")
+    models = list(spec.models) or list(MODEL_PREFERENCE[:DEFAULT_MODEL_COUNT])
+    by_cat = Counter(item.scenario.category for item in chosen.values())
+    calls = len(chosen) * len(arms) * spec.runs * len(models)
+    return Preview(
+        scenarios=sorted(chosen),
+        by_category=dict(sorted(by_cat.items())),
+        arms=arms,
+        runs=spec.runs,
+        models=models,
+        models_known=bool(spec.models),
+        calls=calls,
+        problems=problems,
+    )

@@ -1,0 +1,1 @@
+"""The Author page's parts: its state and actions, then one module per tab."""
