@@ -67,6 +67,7 @@ from cvb_engine.metrics import (
 )
 from cvb_engine.report import ivr_dict, tool_use_dict
 from cvb_engine.results_format import (
+    READING,
     RESULTS_FORMAT,
     CheckEntry,
     ConstraintEntry,
@@ -348,7 +349,7 @@ def load_results_file(path: str | Path) -> dict[str, Any]:
         raise ResultsFileError(f"{p}: not valid JSON: nested too deep") from None
     try:
         # from the text: strict JSON validation takes "ok" for RecordStatus.OK
-        ResultsFile.model_validate_json(text)
+        ResultsFile.model_validate_json(text, context={READING: True})
     except ValidationError as exc:
         raise ResultsFileError(f"{p}: {first_problem(exc)}") from None
     return data

@@ -22,7 +22,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PlainValidator,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic import model_validator as _model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
@@ -190,6 +197,10 @@ class RecordEntry(_Model):
         return self
 
 
+#: The validation context of a file being read: ``{READING: True}``.
+READING = "reading"
+
+
 class RunInfo(_Model):
     id: str | None = None
     """The run's id (:mod:`cvb_engine.run_ids`)."""
@@ -200,7 +211,11 @@ class RunInfo(_Model):
 
     @field_validator("id", mode="before")
     @classmethod
-    def _valid_run_id(cls, value: object) -> object:
+    def _valid_run_id(cls, value: object, info: ValidationInfo) -> object:
+        # Checked when a file is read (READING context); a store may hold ids from before
+        # ids were checked, and a file written from it keeps them (shown safely).
+        if not (info.context or {}).get(READING):
+            return value
         try:
             return check_run_id(value, "run.id")
         except RunIdError as exc:  # its message names the field and shows the value safely
