@@ -41,10 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scoring_throughput  # the benchmark's records and phases
 
-from cvb_engine.checks import python_ast
 from cvb_engine.checks.base import Subject
-from cvb_engine.scenario import Scenario
-from cvb_engine.scoring import run_check, score_code
+from cvb_engine.checks.python_ast.analysis import Analysis
+from cvb_engine.scoring import plan, score_code
 
 _NESTED_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
@@ -81,14 +80,8 @@ def visit_nodes(tree: ast.Module) -> int:
 def stages(
     inputs: scoring_throughput.Inputs, compiled: dict[int, list[tuple[Any, bool]]]
 ) -> dict[str, Callable[[], None]]:
-    checks: dict[int, list[tuple[str, Any]]] = {}
-    for scenario, _ in inputs:
-        checks[id(scenario)] = [
-            (spec.kind, spec.params()) for c in scenario.constraints for spec in c.checks
-        ]
-
-    def subject(scenario: Scenario, code: str) -> Subject:
-        s = Subject(code, code, {}, tuple(checks[id(scenario)]))
+    def subject(code: str) -> Subject:
+        s = Subject(code, code)
         s.tree  # noqa: B018 - parse now, as scoring does
         return s
 
@@ -105,15 +98,17 @@ def stages(
 
     def statement_pass() -> None:
         for _, code in inputs:
-            python_ast._Analysis(code, ast.parse(code), False)
+            Analysis(code, ast.parse(code), False)
 
     def kind_checks(kind: str) -> Callable[[], None]:
         def run() -> None:
             for scenario, code in inputs:
-                s = subject(scenario, code)
-                for name, params in checks[id(scenario)]:
-                    if name == kind:
-                        run_check(name, params, s)
+                s = subject(code)
+                # The checks as scoring prepares them (once per scenario).
+                for _, checks in plan(scenario).constraints:
+                    for check in checks:
+                        if check.kind == kind:
+                            check.prepared.run(s)
 
         return run
 

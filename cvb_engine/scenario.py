@@ -17,13 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -90,6 +98,24 @@ class ScenarioError(Exception):
 # --------------------------------------------------------------------------- models
 
 
+class Derived:
+    """What is made from a scenario once and kept with it (scoring's plan): not part of
+    its value, so any two compare equal, and a copy of the scenario starts empty."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Derived)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Derived:
+        return Derived()
+
+
 class CheckSpec(BaseModel):
     """One check as written in a scenario: its kind plus the kind's own parameters.
 
@@ -101,6 +127,7 @@ class CheckSpec(BaseModel):
 
     kind: str
     id: str | None = Field(default=None, description="optional stable id; default kind-N")
+    _params: BaseModel | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _known_kind_and_params(self) -> CheckSpec:
@@ -108,16 +135,16 @@ class CheckSpec(BaseModel):
         if kind is None:
             known = ", ".join(sorted(registry()))
             raise ValueError(f"unknown check kind {self.kind!r} (known: {known})")
-        kind.params.model_validate(self.raw_params())
+        self._params = kind.params.model_validate(self.raw_params())
         return self
 
     def raw_params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
 
     def params(self) -> BaseModel:
-        kind = get_kind(self.kind)
-        assert kind is not None  # validated above
-        return kind.params.model_validate(self.raw_params())
+        """The parameters validated against the kind's model (once, with the spec)."""
+        assert self._params is not None  # validated above
+        return self._params
 
 
 class Samples(BaseModel):
@@ -190,6 +217,9 @@ class Scenario(BaseModel):
     source: str | None = Field(default=None, description="e.g. HumanEval/34")
     gold: str | None = Field(default=None, description="the full intent, hidden from the model")
     reference_solution: str | None = None
+    # Scoring's plan (the checks prepared once; see cvb_engine.scoring.plan), kept
+    # with the scenario it was made for.
+    _scoring_plan: Derived = PrivateAttr(default_factory=Derived)
 
     @field_validator("id")
     @classmethod
@@ -197,6 +227,12 @@ class Scenario(BaseModel):
         if not ID_PATTERN.match(value):
             raise ValueError(f"id {value!r} is not lowercase words joined by hyphens ([a-z0-9-])")
         return value
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (``update``: other field values) with no plan of its own yet."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._scoring_plan = Derived()
+        return copied
 
     @model_validator(mode="after")
     def _unique_constraint_ids(self) -> Scenario:

@@ -1,8 +1,9 @@
 """Scoring: apply a scenario's checks to one response (pure, re-runnable).
 
-A response is parsed once (the :class:`~cvb_engine.checks.base.Subject`
-caches its tree and each kind's derived analysis), then every check of every
-constraint runs on it. A constraint is honored when all its checks pass; a
+A scenario's checks are prepared once, into its :class:`ScoringPlan` (see
+:func:`plan`). A response is parsed once (the
+:class:`~cvb_engine.checks.base.Subject` caches its tree and each kind's derived
+analysis), then every prepared check of every constraint runs on it. A constraint is honored when all its checks pass; a
 record is strictly accurate when every constraint is honored (DESIGN §7).
 Nothing here raises on model output: a check that crashes is recorded as a
 failed check with the exception in its reason.
@@ -20,13 +21,14 @@ rules and ``cvb score`` can bring it up to date.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvb_engine.checks.base import CheckKind, CheckResult, Subject, get_kind
+from cvb_engine.checks.base import CheckKind, CheckResult, Prepared, Sibling, Subject, get_kind
 from cvb_engine.extract import Outcome, extract, outcome_from
 from cvb_engine.results_format import CheckEntry, ConstraintEntry
-from cvb_engine.scenario import Scenario
+from cvb_engine.scenario import Constraint, Scenario
 
 #: The rules that turn a reply into verdicts. 1: the first build (no outcomes;
 #: a reply without code could honor a constraint). 2: outcomes, structural
@@ -89,53 +91,136 @@ class Scored:
 
 
 def run_check(kind_name: str, params: Any, subject: Subject) -> CheckResult:
-    """Run one check, turning any exception into a failed result (model output is data)."""
-    return _run(get_kind(kind_name), kind_name, params, subject)
-
-
-def _run(kind: CheckKind | None, kind_name: str, params: Any, subject: Subject) -> CheckResult:
+    """Run one check on one subject, turning any exception into a failed result (model
+    output is data)."""
+    kind = get_kind(kind_name)
     if kind is None:
-        return CheckResult(passed=False, reason=f"unknown check kind {kind_name!r}")
+        return _unknown(kind_name)
+    return _run(_prepare(kind, params, ()), subject)
+
+
+def _unknown(kind_name: str) -> CheckResult:
+    return CheckResult(passed=False, reason=f"unknown check kind {kind_name!r}")
+
+
+def _crashed(exc: Exception) -> CheckResult:
+    return CheckResult(passed=False, reason=f"check crashed: {type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Failing:
+    """What stands for a check that cannot be prepared: the same failed result always."""
+
+    result: CheckResult
+
+    @property
+    def shared(self) -> tuple[CheckResult, ...]:
+        return (self.result,)
+
+    def run(self, subject: Subject) -> CheckResult:
+        return self.result
+
+
+def _prepare(kind: CheckKind, params: Any, siblings: Sequence[Sibling]) -> Prepared:
     try:
-        return kind.run(params, subject)
+        return kind.prepare(params, siblings)
+    except Exception as exc:  # as a crash while running: every record gets the failure
+        return _Failing(_crashed(exc))
+
+
+def _run(prepared: Prepared, subject: Subject) -> CheckResult:
+    try:
+        return prepared.run(subject)
     except Exception as exc:  # a bug in a check (or a RecursionError) must not stop a run
-        return CheckResult(passed=False, reason=f"check crashed: {type(exc).__name__}: {exc}")
+        return _crashed(exc)
 
 
-# A check's verdicts by the id of their result: most results are objects a check
-# kind shares between records (nothing to blame), and so can their verdicts be.
-_Verdicts = dict[int, CheckVerdict]
-Plan = list[tuple[str, list[tuple[str, str, Any, CheckKind | None, _Verdicts]]]]
-# Every check of the plan as (kind name, params): what a Subject is told will run on it.
-Checks = tuple[tuple[str, Any], ...]
-_PLANS: dict[int, tuple[Scenario, Plan, Checks]] = {}
+@dataclass(frozen=True, slots=True)
+class PlannedCheck:
+    """One check of a plan: its id and kind, prepared, with one verdict made ahead for
+    each result it shares between records (nothing to blame), so that records share
+    those verdicts too."""
+
+    check_id: str
+    kind: str
+    prepared: Prepared
+    shared: tuple[CheckVerdict, ...]
+
+    def verdict(self, subject: Subject) -> CheckVerdict:
+        try:  # as _run, one call less: this runs for every check of every record
+            result = self.prepared.run(subject)
+        except Exception as exc:
+            result = _crashed(exc)
+        for verdict in self.shared:
+            if verdict.result is result:
+                return verdict
+        return CheckVerdict(self.check_id, self.kind, result)
 
 
-def _plan(scenario: Scenario) -> tuple[Plan, Checks]:
-    """(constraint id, [(check id, kind, validated params, registered kind)]) for a
-    scenario, validated once, and every check of it as (kind name, params).
+class ScoringPlan:
+    """A scenario's checks prepared for scoring: the :class:`PlannedCheck` objects of
+    each constraint, in order, every check prepared with all the scenario's checks as
+    its siblings; the stated tests are prepared when first run (an ``exec`` check)."""
 
-    Scenarios are immutable, so the validated parameters are cached per object;
-    re-scoring 100,000 records then validates each check's parameters once.
-    """
-    hit = _PLANS.get(id(scenario))
-    if hit is not None and hit[0] is scenario:
-        return hit[1], hit[2]
-    plan: Plan = [
-        (
-            c.id,
-            [
-                (check_id, spec.kind, spec.params(), get_kind(spec.kind), {})
-                for check_id, spec in zip(c.check_ids(), c.checks, strict=True)
-            ],
+    __slots__ = ("_stated", "constraints", "source", "stated_tests")
+
+    def __init__(self, scenario: Scenario) -> None:
+        #: The constraints the plan was made from (see :func:`plan`).
+        self.source: list[Constraint] = scenario.constraints
+        self.stated_tests = scenario.stated_tests
+        specs = [spec for c in scenario.constraints for spec in c.checks]
+        siblings: tuple[Sibling, ...] = tuple((spec.kind, spec.params()) for spec in specs)
+        self.constraints: tuple[tuple[str, tuple[PlannedCheck, ...]], ...] = tuple(
+            (
+                c.id,
+                tuple(
+                    self._planned(check_id, spec.kind, spec.params(), siblings)
+                    for check_id, spec in zip(c.check_ids(), c.checks, strict=True)
+                ),
+            )
+            for c in scenario.constraints
         )
-        for c in scenario.constraints
-    ]
-    checks = tuple((name, params) for _, listed in plan for _, name, params, _, _ in listed)
-    if len(_PLANS) > 1024:
-        _PLANS.clear()
-    _PLANS[id(scenario)] = (scenario, plan, checks)
-    return plan, checks
+        self._stated: Prepared | None = None
+
+    @staticmethod
+    def _planned(
+        check_id: str, kind_name: str, params: Any, siblings: tuple[Sibling, ...]
+    ) -> PlannedCheck:
+        kind = get_kind(kind_name)
+        prepared = (
+            _Failing(_unknown(kind_name)) if kind is None else _prepare(kind, params, siblings)
+        )
+        shared = tuple(CheckVerdict(check_id, kind_name, r) for r in prepared.shared)
+        return PlannedCheck(check_id, kind_name, prepared, shared)
+
+    def stated(self) -> Prepared:
+        """The stated tests as a prepared ``exec`` check (validated when first asked for)."""
+        if self._stated is None:
+            kind = get_kind("exec")
+            if kind is None:
+                self._stated = _Failing(
+                    CheckResult(passed=False, reason="stated tests need the 'exec' check kind")
+                )
+            else:
+                params = kind.params.model_validate({"test": self.stated_tests})
+                self._stated = _prepare(kind, params, ())
+        return self._stated
+
+
+def plan(scenario: Scenario) -> ScoringPlan:
+    """The scoring plan of ``scenario``, made once per scenario object and kept with it
+    (re-scoring 100,000 records prepares each check once)."""
+    slot = scenario._scoring_plan
+    found = slot.value
+    # A scenario's fields never change; the check is for a copy.copy(), which shares
+    # the slot (model_copy starts an empty one) and may be given other constraints.
+    if (
+        not isinstance(found, ScoringPlan)
+        or found.source is not scenario.constraints
+        or found.stated_tests != scenario.stated_tests
+    ):
+        found = slot.value = ScoringPlan(scenario)
+    return found
 
 
 def score_code(
@@ -152,8 +237,8 @@ def score_code(
     ``outcome`` defaults to what ``code`` itself is (parsed once, for the checks
     too); ``tree`` is the parse of ``code`` when the caller has it.
     """
-    plan, every_check = _plan(scenario)
-    subject = Subject(code, code if response is None else response, {}, every_check)
+    planned = plan(scenario)
+    subject = Subject(code, code if response is None else response)
     if tree is not None:
         subject._tree = tree
     if outcome is None:
@@ -164,7 +249,7 @@ def score_code(
             code=code,
             constraints=tuple(
                 ConstraintVerdict(cid, (CheckVerdict("no-code", "outcome", NO_CODE_CHECK),))
-                for cid, _ in plan
+                for cid, _ in planned.constraints
             ),
             stated_passed=False
             if scenario.stated_tests and scenario.stated_tests.strip()
@@ -173,26 +258,16 @@ def score_code(
             outcome=outcome,
             truncated=truncated,
         )
-    verdicts = []
-    for constraint_id, checks in plan:
-        check_verdicts = []
-        for check_id, name, params, kind, seen in checks:
-            result = _run(kind, name, params, subject)
-            verdict = seen.get(id(result))
-            if verdict is None or verdict.result is not result:
-                verdict = CheckVerdict(check_id, name, result)
-                if len(seen) > 16:
-                    seen.clear()
-                # The verdict holds the result, so its id stays unique while cached.
-                seen[id(result)] = verdict
-            check_verdicts.append(verdict)
-        verdicts.append(ConstraintVerdict(constraint_id, tuple(check_verdicts)))
+    verdicts = tuple(
+        ConstraintVerdict(constraint_id, tuple([check.verdict(subject) for check in checks]))
+        for constraint_id, checks in planned.constraints
+    )
     stated: CheckResult | None = None
     if scenario.stated_tests and scenario.stated_tests.strip():
-        stated = _run_stated_tests(scenario.stated_tests, subject)
+        stated = _run(planned.stated(), subject)
     return Scored(
         code=code,
-        constraints=tuple(verdicts),
+        constraints=verdicts,
         stated_passed=None if stated is None else stated.passed,
         stated_detail=stated,
         outcome=outcome,
@@ -214,14 +289,6 @@ def score_response(scenario: Scenario, response: str, finish_reason: str | None 
         truncated=finish_reason == "length",
         tree=found.tree,
     )
-
-
-def _run_stated_tests(tests: str, subject: Subject) -> CheckResult:
-    """Stated tests execute code, so they go through the ``exec`` kind (and its sandbox)."""
-    kind = get_kind("exec")
-    if kind is None:
-        return CheckResult(passed=False, reason="stated tests need the 'exec' check kind")
-    return run_check("exec", kind.params.model_validate({"test": tests}), subject)
 
 
 def executes_code(scenario: Scenario) -> bool:

@@ -3,6 +3,8 @@
 from cvb_engine.checks.base import (
     CheckKind,
     CheckResult,
+    Prepared,
+    Sibling,
     Span,
     Subject,
     get_kind,
@@ -10,4 +12,14 @@ from cvb_engine.checks.base import (
     registry,
 )
 
-__all__ = ["CheckKind", "CheckResult", "Span", "Subject", "get_kind", "register_check", "registry"]
+__all__ = [
+    "CheckKind",
+    "CheckResult",
+    "Prepared",
+    "Sibling",
+    "Span",
+    "Subject",
+    "get_kind",
+    "register_check",
+    "registry",
+]

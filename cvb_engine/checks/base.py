@@ -1,19 +1,31 @@
 """The check protocol and its registry.
 
-A check kind is one module in this package with one decorated function::
+A check kind is one module (or package) here with one decorated function::
 
     class Params(BaseModel):
         model_config = ConfigDict(extra="forbid")
         forbid: str | None = None
 
-    @register_check("regex", params=Params, description="...")
-    def run_regex(params: Params, subject: Subject) -> CheckResult: ...
+    class PreparedRegex:                      # a Prepared
+        def __init__(self, params: Params, siblings: Sequence[Sibling] = ()) -> None: ...
+        def run(self, subject: Subject) -> CheckResult: ...
 
-The function receives validated parameters and the :class:`Subject` (the code
-extracted from one model response, plus the response itself). It must never
-raise on model output: a problem in the code under test is a failed
-:class:`CheckResult` with a reason. Problems in the *author's* parameters are
-caught earlier, by pydantic validation at load/lint time.
+    @register_check("regex", params=Params, prepare=PreparedRegex, description="...")
+    def run_regex(params: Params, subject: Subject) -> CheckResult:
+        return PreparedRegex(params).run(subject)
+
+A check is prepared once and run many times: :attr:`CheckKind.prepare` takes
+the validated parameters and the *siblings* (every check that runs on the same
+subjects, as scoring knows them) and returns a :class:`Prepared` holding all
+that they decide (compiled patterns, word lists, the verdicts that blame
+nothing); its ``run`` judges one :class:`Subject` (the code extracted from one
+model response, plus the response itself). :attr:`CheckKind.run` does both for
+one subject (lint, tests). Scoring prepares a scenario's checks once per
+scenario object (see :func:`cvb_engine.scoring.plan`).
+
+Running must never raise on model output: a problem in the code under test is
+a failed :class:`CheckResult` with a reason. Problems in the *author's*
+parameters are caught earlier, by pydantic validation at load/lint time.
 """
 
 from __future__ import annotations
@@ -85,10 +97,6 @@ class Subject:
     code: str
     response: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
-    # The checks that will run on this subject, as (kind name, validated
-    # parameters), when the caller knows them (scoring does): a kind may then
-    # prepare one analysis that serves exactly those checks. Empty: unknown.
-    checks: tuple[tuple[str, Any], ...] = ()
     _tree: ast.Module | SyntaxError | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -149,18 +157,45 @@ def span_from_offsets(
     return Span(line=line, col=start - line_start, length=length)
 
 
+#: A check as its siblings see it: (kind name, validated parameters).
+Sibling = tuple[str, BaseModel]
+
+
+class Prepared(Protocol):
+    """A check made ready for its parameters and siblings, to be run on many subjects.
+
+    ``shared`` holds the results ``run`` returns whenever nothing in the code is
+    to blame (a forbidden pattern absent): the same objects every time, so that
+    a caller may make one verdict for each.
+    """
+
+    @property
+    def shared(self) -> tuple[CheckResult, ...]: ...
+
+    def run(self, subject: Subject, /) -> CheckResult: ...
+
+
+class PrepareFunction(Protocol):
+    def __call__(self, params: Any, siblings: Sequence[Sibling], /) -> Prepared: ...
+
+
 class CheckFunction(Protocol):
     def __call__(self, params: Any, subject: Subject, /) -> CheckResult: ...
 
 
 @dataclass(frozen=True)
 class CheckKind:
-    """A registered check kind: its name, parameter model, description and function."""
+    """A registered check kind: its name, parameter model, description and functions.
+
+    ``prepare(params, siblings)`` makes a :class:`Prepared` from validated
+    parameters; ``run(params, subject)`` prepares for one subject and runs.
+    """
 
     name: str
     params: type[BaseModel]
     description: str
     run: CheckFunction
+    prepare: PrepareFunction
     # Kinds that execute code are slower and need the sandbox; the runner and
     # the studio use this to decide what to run inline.
     executes_code: bool = False
@@ -170,14 +205,22 @@ _REGISTRY: dict[str, CheckKind] = {}
 
 
 def register_check(
-    name: str, *, params: type[BaseModel], description: str, executes_code: bool = False
+    name: str,
+    *,
+    params: type[BaseModel],
+    prepare: PrepareFunction,
+    description: str,
+    executes_code: bool = False,
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Register a check kind under ``name`` (the ``kind:`` value in scenario files)."""
+    """Register a check kind under ``name`` (the ``kind:`` value in scenario files).
+
+    Decorates the kind's one-subject ``run``; ``prepare`` is what scoring uses.
+    """
 
     def decorate(fn: CheckFunction) -> CheckFunction:
         if name in _REGISTRY and _REGISTRY[name].run is not fn:
             raise ValueError(f"check kind {name!r} registered twice")
-        _REGISTRY[name] = CheckKind(name, params, description, fn, executes_code)
+        _REGISTRY[name] = CheckKind(name, params, description, fn, prepare, executes_code)
         return fn
 
     return decorate

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import regex
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from cvb_engine.checks.base import (
     MAX_EVIDENCE,
     CheckResult,
+    Sibling,
     Span,
     Subject,
     register_check,
@@ -146,14 +148,7 @@ class Params(BaseModel):
         flags = 0
         for name in self.flags:
             flags |= FLAG_VALUES[name]
-        return _compile(self.pattern, flags)
-
-
-_CACHE: dict[tuple[str, int], Any] = {}
-# Per parameters object (validated once per scenario, immutable in practice):
-# the compiled pattern, the cache key of the text and the verdict when nothing
-# matches (results are immutable, so one object serves every record).
-_PREPARED: dict[int, tuple[Params, Any, str, CheckResult, bool]] = {}
+        return regex.compile(self.pattern, flags)
 
 
 # What the standard library's parser makes of a pattern (private, so looked up
@@ -240,36 +235,6 @@ def _spaceless_member(kind: str, value: Any) -> bool:
     return False  # NEGATE and the rest
 
 
-def _prepared(params: Params) -> tuple[Params, Any, str, CheckResult, bool]:
-    hit = _PREPARED.get(id(params))
-    if hit is not None and hit[0] is params:
-        return hit
-    if params.forbid is not None:
-        absent = CheckResult(passed=True, reason="forbidden pattern absent", scope=params.scope)
-    else:
-        absent = CheckResult(passed=False, reason="required pattern not found", scope=params.scope)
-    if len(_PREPARED) > 4096:
-        _PREPARED.clear()
-    entry = _PREPARED[id(params)] = (
-        params,
-        params.compiled(),
-        f"regex:blanked:{params.scope}",
-        absent,
-        params.ignore_comments_and_strings and blanking_cannot_add_a_match(params),
-    )
-    return entry
-
-
-def _compile(pattern: str, flags: int) -> Any:
-    key = (pattern, flags)
-    compiled = _CACHE.get(key)
-    if compiled is None:
-        if len(_CACHE) > 4096:
-            _CACHE.clear()
-        compiled = _CACHE[key] = regex.compile(pattern, flags)
-    return compiled
-
-
 # One pass of the C regex engine finds every comment and string literal
 # (prefixed, triple-quoted, with escapes). It is ~10x faster than the
 # tokenize module, which matters when re-scoring 100,000 records. An
@@ -349,68 +314,95 @@ def blank_comments_and_strings(code: str) -> str | None:
     return "".join(pieces)
 
 
-def _text_for(params: Params, subject: Subject, key: str) -> tuple[str, str]:
-    """The text to match and a note about how it was prepared (``key``: where the
-    blanked text is kept in ``subject.cache``)."""
-    text = subject.text(params.scope)
-    if not params.ignore_comments_and_strings:
-        return text, ""
-    cache = subject.cache
-    if key in cache:
-        blanked = cache[key]
-    else:
-        blanked = cache[key] = blank_comments_and_strings(text)
-    if blanked is None:
-        return text, " (code not tokenizable: comments and strings were matched too)"
-    return blanked, ""
+class PreparedRegex:
+    """A ``regex`` check made ready: its compiled pattern, where the blanked text is
+    kept in a subject's cache, and the verdict when nothing matches (results are
+    immutable, so one object serves every record)."""
+
+    __slots__ = ("absent", "compiled", "key", "params", "raw_first", "shared")
+
+    def __init__(self, params: Params, siblings: Sequence[Sibling] = ()) -> None:
+        self.params = params
+        self.compiled = params.compiled()
+        self.key = f"regex:blanked:{params.scope}"
+        if params.forbid is not None:
+            reason, passed = "forbidden pattern absent", True
+        else:
+            reason, passed = "required pattern not found", False
+        self.absent = CheckResult(passed=passed, reason=reason, scope=params.scope)
+        self.shared = (self.absent,)
+        # No match in the raw text means none in the blanked text: try the raw first.
+        self.raw_first = params.ignore_comments_and_strings and blanking_cannot_add_a_match(params)
+
+    def _text_for(self, subject: Subject) -> tuple[str, str]:
+        """The text to match and a note about how it was prepared."""
+        params = self.params
+        text = subject.text(params.scope)
+        if not params.ignore_comments_and_strings:
+            return text, ""
+        cache = subject.cache
+        key = self.key
+        if key in cache:
+            blanked = cache[key]
+        else:
+            blanked = cache[key] = blank_comments_and_strings(text)
+        if blanked is None:
+            return text, " (code not tokenizable: comments and strings were matched too)"
+        return blanked, ""
+
+    def run(self, subject: Subject) -> CheckResult:
+        """Evaluate the check on ``subject``. Never raises on model output."""
+        params, compiled, absent = self.params, self.compiled, self.absent
+        if self.raw_first and self.key not in subject.cache:
+            # Nothing in the raw text, nothing in the blanked text: no need to blank.
+            try:
+                if compiled.search(subject.text(params.scope), timeout=params.timeout_s) is None:
+                    return absent
+            except TimeoutError:
+                pass  # decided on the blanked text, as any other pattern
+        text, note = self._text_for(subject)
+        spans: list[Span] = []
+        try:
+            for match in compiled.finditer(text, timeout=params.timeout_s):
+                spans.append(span_from_offsets(text, match.start(), match.end()))
+                if params.require is not None or len(spans) >= MAX_EVIDENCE:
+                    break
+        except TimeoutError:
+            return CheckResult(
+                passed=False,
+                reason=f"pattern timed out after {params.timeout_s}s on this text{note}",
+                scope=params.scope,
+                timed_out=True,
+            )
+        if params.forbid is not None:
+            if spans:
+                lines = ", ".join(str(s.line) for s in spans[:5])
+                return CheckResult(
+                    passed=False,
+                    reason=f"forbidden pattern matched at line {lines}{note}",
+                    evidence=tuple(spans),
+                    scope=params.scope,
+                )
+            return absent
+        if spans:
+            return CheckResult(
+                passed=True,
+                reason=f"required pattern found at line {spans[0].line}{note}",
+                evidence=tuple(spans),
+                scope=params.scope,
+            )
+        # Without a match the verdict is the same whether or not the text was blanked.
+        return absent
 
 
 @register_check(
     "regex",
     params=Params,
+    prepare=PreparedRegex,
     description="A regular expression that must not (forbid) or must (require) match the code "
     "or the whole response; evaluated with a timeout.",
 )
 def run_regex(params: Params, subject: Subject) -> CheckResult:
-    """Evaluate a regex check. Never raises on model output."""
-    _, compiled, key, absent, raw_first = _prepared(params)
-    if raw_first and key not in subject.cache:
-        # Nothing in the raw text, nothing in the blanked text: no need to blank.
-        try:
-            if compiled.search(subject.text(params.scope), timeout=params.timeout_s) is None:
-                return absent
-        except TimeoutError:
-            pass  # decided on the blanked text, as any other pattern
-    text, note = _text_for(params, subject, key)
-    spans: list[Span] = []
-    try:
-        for match in compiled.finditer(text, timeout=params.timeout_s):
-            spans.append(span_from_offsets(text, match.start(), match.end()))
-            if params.require is not None or len(spans) >= MAX_EVIDENCE:
-                break
-    except TimeoutError:
-        return CheckResult(
-            passed=False,
-            reason=f"pattern timed out after {params.timeout_s}s on this text{note}",
-            scope=params.scope,
-            timed_out=True,
-        )
-    if params.forbid is not None:
-        if spans:
-            lines = ", ".join(str(s.line) for s in spans[:5])
-            return CheckResult(
-                passed=False,
-                reason=f"forbidden pattern matched at line {lines}{note}",
-                evidence=tuple(spans),
-                scope=params.scope,
-            )
-        return absent
-    if spans:
-        return CheckResult(
-            passed=True,
-            reason=f"required pattern found at line {spans[0].line}{note}",
-            evidence=tuple(spans),
-            scope=params.scope,
-        )
-    # Without a match the verdict is the same whether or not the text was blanked.
-    return absent
+    """Evaluate one regex check on one subject (prepared for it alone). Never raises on
+    model output."""
+    return PreparedRegex(params).run(subject)

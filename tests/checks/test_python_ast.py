@@ -29,7 +29,7 @@ def check(code: str, **params: Any) -> CheckResult:
     """
     validated = Params.model_validate(params)
     alone = run_python_ast(validated, Subject(code))
-    told = run_python_ast(validated, Subject(code, checks=(("python-ast", validated),)))
+    told = python_ast.PreparedAst(validated, (("python-ast", validated),)).run(Subject(code))
     assert told == alone
     return alone
 
@@ -1921,7 +1921,7 @@ def test_recursion_error_becomes_a_failed_result(monkeypatch: pytest.MonkeyPatch
     def explode(self: object, tree: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(python_ast._Walker, "walk", explode)
+    monkeypatch.setattr(python_ast.walker.Walker, "walk", explode)
     result = check("x = eval\n", rule="forbid-call", names=["eval"])
     assert not result.passed
     assert result.reason.startswith("code too complex to analyse")
@@ -2117,15 +2117,19 @@ def test_rules_agree_in_any_order() -> None:
         assert [shared[i] for i in range(len(rules))] == alone
         # Told which checks will run, as scoring tells it: the SQL rule needs string
         # kinds, so the one analysis follows them whichever check comes first.
-        told = Subject(code, checks=tuple(("python-ast", v) for v in validated))
-        shared = {i: run_python_ast(validated[i], told) for i in order}
+        siblings = tuple(("python-ast", v) for v in validated)
+        prepared = [python_ast.PreparedAst(v, siblings) for v in validated]
+        told = Subject(code)
+        shared = {i: prepared[i].run(told) for i in order}
         assert [shared[i] for i in range(len(rules))] == alone
-    # Told of checks that do not need string kinds, then given one that does (not
-    # among those told): its analysis is made again, with them.
+    # Prepared among checks that do not need string kinds, then given one that does
+    # (not among those siblings): its analysis is made again, with them.
     others = tuple(("python-ast", v) for i, v in enumerate(validated) if i != 1)
-    subject = Subject(code, checks=others)
-    assert [run_python_ast(v, subject) for _, v in others] == alone[:1] + alone[2:]
-    assert run_python_ast(validated[1], subject) == alone[1]
+    subject = Subject(code)
+    assert [python_ast.PreparedAst(v, others).run(subject) for _, v in others] == (
+        alone[:1] + alone[2:]
+    )
+    assert python_ast.PreparedAst(validated[1], others).run(subject) == alone[1]
 
 
 # --- sharing and purity -----------------------------------------------------
@@ -2133,13 +2137,13 @@ def test_rules_agree_in_any_order() -> None:
 
 def test_analysis_is_shared_between_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     walks: list[object] = []
-    original = python_ast._Walker.walk
+    original = python_ast.walker.Walker.walk
 
-    def counting(self: python_ast._Walker, tree: Any) -> None:
+    def counting(self: python_ast.walker.Walker, tree: Any) -> None:
         walks.append(tree)
         original(self, tree)
 
-    monkeypatch.setattr(python_ast._Walker, "walk", counting)
+    monkeypatch.setattr(python_ast.walker.Walker, "walk", counting)
     # Mention every rule's words so that none is settled by the text prefilter.
     subject = Subject(
         "import subprocess, requests, httpx, yaml, json\nsubprocess.run(c, shell=True)\n"
