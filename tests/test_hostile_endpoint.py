@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy
 from sqlalchemy.pool import NullPool
 
-from cvb_engine import runner
+from cvb_engine import cli
 from cvb_engine.scenario import ARMS
 from cvb_engine.store import dispose_engines
 
@@ -143,7 +143,7 @@ def cvb_run(base_url: str, scenarios: Path, db: str, models: list[str], *extra: 
     argv += ["--db", db, "--models", ",".join(models), "--runs", "1", "--arms", "cold"]
     argv += ["--run-id", "h", "--quiet", "--max-attempts", "1", "--timeout", "30"]
     argv += ["--max-response-chars", str(CUT_AT), *extra]
-    return runner.main(argv)
+    return cli.main(["run", *argv])
 
 
 def test_hostile_replies_each_become_a_record_and_the_run_resumes_to_finished(

@@ -35,7 +35,7 @@ import sqlalchemy.exc
 from sqlalchemy.pool import NullPool
 from sqlmodel import Session
 
-from cvb_engine import runner
+from cvb_engine import cli, runner
 from cvb_engine.metrics import summarize
 from cvb_engine.prompts import build_messages, messages_sha256
 from cvb_engine.results import db_tallies
@@ -205,8 +205,6 @@ def cli_args(base_url: str, scenarios: Path, db: str, *extra: str) -> list[str]:
 
 def cvb_command() -> list[str]:
     exe = shutil.which("cvb")
-    # not `python -m cvb_engine.cli`: run as __main__, the cli module does not see the
-    # `run` command that cvb_engine.runner registers on cvb_engine.cli
     main = "import sys; from cvb_engine.cli import main; sys.exit(main())"
     return [exe] if exe else [sys.executable, "-c", main]
 
@@ -430,7 +428,7 @@ def test_full_run_in_process_stores_the_matrix_and_reports_by_arm(
     assert summary.gap["m-a"].value == pytest.approx(0.0)
     assert summary.gap["m-b"].value == pytest.approx(1 - 6 / 14)
 
-    assert runner.cli.main(["report", "full", "--db", db_url]) == 0
+    assert cli.main(["report", "full", "--db", db_url]) == 0
     md = capsys.readouterr().out
     assert "| m-a | 0.000 | 1.000 | 1.000 | 0.000 [0.000, 0.000] |" in md
     assert "| m-b | 0.000 | 1.000 | 0.429 | +0.571 [" in md
@@ -439,13 +437,13 @@ def test_full_run_in_process_stores_the_matrix_and_reports_by_arm(
 
     out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
     argv = ["report", "full", "--db", db_url, "--json", str(out_json), "--csv", str(out_csv)]
-    assert runner.cli.main(argv) == 0
+    assert cli.main(argv) == 0
     data = json.loads(out_json.read_text(encoding="utf-8"))
     assert data["format"] == "cvb-results/2" and data["run"]["id"] == "full"
     assert len(data["records"]) == 84
     assert out_csv.read_text(encoding="utf-8").count("\n") == 85  # header + one row per cell
     # the results file reads back to the same numbers
-    assert runner.cli.main(["report", str(out_json)]) == 0
+    assert cli.main(["report", str(out_json)]) == 0
     assert "| m-b | 0.000 | 1.000 | 0.429 | +0.571 [" in capsys.readouterr().out
 
 
@@ -955,7 +953,7 @@ def persistent_fault_then_retry_errors(
         argv = [*cli_args(fake.base_url, scenarios, db_url), "--models", "m-a", "--runs", "1"]
         argv += ["--run-id", "r1", "--retry-errors", "--quiet", "--max-attempts", "2"]
         argv += ["--timeout", str(opts.timeout_s)]
-        assert runner.main(argv) == 0, capsys.readouterr().err
+        assert cli.main(["run", *argv]) == 0, capsys.readouterr().err
         resent = chat_log(fake)[n_before:]
     assert "sent 1 (1 ok, 0 errors), 5 already done" in capsys.readouterr().out
     assert [(e.model, e.messages_sha256, e.outcome) for e in resent] == [("m-a", target, "ok")]
@@ -1012,7 +1010,7 @@ def test_retry_after_is_honoured_up_to_the_cap(
         argv = [*cli_args(fake.base_url, scenarios, db_url), "--models", "m-a", "--runs", "1"]
         argv += ["--arms", "cold", "--retry-after-cap", cap, "--quiet"]
         t0 = time.monotonic()
-        assert runner.main(argv) == 0, capsys.readouterr().err
+        assert cli.main(["run", *argv]) == 0, capsys.readouterr().err
         elapsed = time.monotonic() - t0
         served = chat_log(fake)
     assert [e.outcome for e in served] == ["429", "ok"]
@@ -1107,7 +1105,7 @@ def test_a_changed_matrix_under_an_existing_run_id_is_refused(
     n_chats = len(chat_log(server))
     argv = ["--models", "m-a", "--runs", "1", *cli_args(server.base_url, scenario_dir, db_url)]
     argv += ["--run-id", "fixed", "--quiet", *change]
-    assert runner.main(argv) == 2
+    assert cli.main(["run", *argv]) == 2
     err = capsys.readouterr().err
     assert "run 'fixed' exists with a different matrix" in err and needle in err, err
     assert "--run-id" in err
@@ -1206,7 +1204,7 @@ def test_outcomes_reasoning_and_truncation_are_stored_and_reported(
         2,
     )
 
-    assert runner.cli.main(["report", "outcomes", "--db", db_url]) == 0
+    assert cli.main(["report", "outcomes", "--db", db_url]) == 0
     md = capsys.readouterr().out
     assert "## Answer outcomes" in md
     assert "| m-a | cold | 0.000 | 0.000 | 1.000 | 0.000 | – | – |" in md
@@ -1215,7 +1213,7 @@ def test_outcomes_reasoning_and_truncation_are_stored_and_reported(
     assert "Judged by older rules" not in md
 
     out_json = tmp_path / "o.json"
-    assert runner.cli.main(["report", "outcomes", "--db", db_url, "--json", str(out_json)]) == 0
+    assert cli.main(["report", "outcomes", "--db", db_url, "--json", str(out_json)]) == 0
     data = json.loads(out_json.read_text(encoding="utf-8"))
     assert data["format"] == "cvb-results/2"
     got = {r["arm"]: (r["outcome"], r["truncated"], r["reasoning"]) for r in data["records"]}
@@ -1233,11 +1231,31 @@ def test_a_run_judged_by_older_rules_says_so_until_rescored(
     engine = get_engine(sqlite_url)
     with engine.begin() as conn:  # as a store migrated from schema 2 holds them
         conn.execute(sqlalchemy.text("UPDATE record SET scoring_version = NULL, outcome = NULL"))
-    assert runner.cli.main(["report", "old", "--db", sqlite_url]) == 0
+    assert cli.main(["report", "old", "--db", sqlite_url]) == 0
     assert "Judged by older rules" in capsys.readouterr().out
     argv = ["score", "old", "--db", sqlite_url, "--scenarios", str(scenarios)]
-    assert runner.cli.main(argv) == 0
+    assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "3 had been judged by older scoring rules" in out
-    assert runner.cli.main(["report", "old", "--db", sqlite_url]) == 0
+    assert cli.main(["report", "old", "--db", sqlite_url]) == 0
     assert "Judged by older rules" not in capsys.readouterr().out
+
+
+def test_rescoring_is_an_engine_function(tmp_path: Path, valid_text: str, sqlite_url: str) -> None:
+    """What `cvb score` does, called without the CLI: counts returned, not printed."""
+    from cvb_engine.rescore import RescoreError, rescore_run
+
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, per_category=1, categories=["library-choice"])
+    with FakeOpenAI(models=["m-a"], reply=lambda _r: COMPLIANT) as fake:
+        execute(options(fake.base_url, scenarios, sqlite_url, run_id="old"))
+    with get_engine(sqlite_url).begin() as conn:
+        conn.execute(sqlalchemy.text("UPDATE record SET scoring_version = NULL, outcome = NULL"))
+    library = load_library(scenarios)
+    done = rescore_run("old", library, db=sqlite_url)
+    assert (done.run_id, done.scored, done.older_rules, done.verdicts_changed) == ("old", 3, 3, 3)
+    assert (done.scenario_changed, done.scenario_missing) == (0, 0)
+    again = rescore_run("old", {}, db=sqlite_url)  # no scenario: every record skipped
+    assert (again.scored, again.scenario_missing) == (0, 3)
+    with pytest.raises(RescoreError, match="no run 'nope' in sqlite"):
+        rescore_run("nope", library, db=sqlite_url)
