@@ -3,7 +3,7 @@
     python benchmarks/reply_memory.py [--replies 6] [--huge-mb 20] [--concurrency 6]
         [--max-response-chars 200000]
 
-DESIGN §11: a reply is capped (``--max-response-chars``) and bodies are read
+A reply is capped (``--max-response-chars``) and bodies are read
 with a bound, so memory must not grow with what a server sends. Two phases,
 each in a child process of its own (so that their peaks are separable), each
 sending ``--replies`` requests to ``tests/fake_openai.py`` (a process of its

@@ -290,7 +290,8 @@ def scenario_dir(requested: str, workdir: Path) -> Path:
 def build_plan(scenarios: Path, n_models: int, requests: int) -> dict[str, Any]:
     """The exact request list the runner sends for the chosen matrix."""
     from cvb_engine.prompts import build_messages
-    from cvb_engine.runner import DEFAULTS, BenchmarkRun, RunOptions
+    from cvb_engine.run_options import DEFAULT_OPTIONS
+    from cvb_engine.runner import BenchmarkRun, RunOptions
 
     models = [f"bench-model-{i}" for i in range(n_models)]
     probe = BenchmarkRun(RunOptions(scenarios=str(scenarios), models=models, runs=1))
@@ -303,14 +304,14 @@ def build_plan(scenarios: Path, n_models: int, requests: int) -> dict[str, Any]:
         for sid in matrix.scenarios
         for arm in matrix.arms
     }
-    seed = DEFAULTS["seed"]
+    seed = DEFAULT_OPTIONS.seed
     return {
         "scenarios": str(scenarios),
         "models": models,
         "runs": runs,
         "n_scenarios": len(matrix.scenarios),
-        "temperature": DEFAULTS["temperature"],
-        "max_tokens": DEFAULTS["max_tokens"],
+        "temperature": DEFAULT_OPTIONS.temperature,
+        "max_tokens": DEFAULT_OPTIONS.max_tokens,
         "seed": seed,
         "messages": messages,
         "requests": [[m, f"{s}/{a}", seed + rep] for m, s, a, rep in matrix.cells()],

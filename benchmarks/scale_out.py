@@ -1,4 +1,4 @@
-"""Scale-out: 1, 2 and 4 runners on one run (DESIGN §13), the endpoint the bottleneck.
+"""Scale-out: 1, 2 and 4 runners on one run, the endpoint the bottleneck.
 
     python benchmarks/scale_out.py [--runners 1,2,4] [--delay 0.4] [--concurrency 4]
         [--cells 560] [--lease 60] [--db postgresql+psycopg://...]

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
         CancelAsked,
         Launch,
         LaunchError,
-        LaunchSpec,
         Preview,
         ProbeResult,
         cancel_run,
@@ -137,6 +136,7 @@ if TYPE_CHECKING:
     from cvb_engine.report_html import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR, html_report
     from cvb_engine.results import export_results
     from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
+    from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions
     from cvb_engine.runner import layer_state_root
     from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text
     from cvb_engine.scenario import (
@@ -188,7 +188,6 @@ _WHERE: dict[str, str] = {
     "LAYER_KINDS": "cvb_engine.metrics",
     "Launch": "cvb_engine.lifecycle",
     "LaunchError": "cvb_engine.lifecycle",
-    "LaunchSpec": "cvb_engine.lifecycle",
     "LayerError": "cvb_engine.memory_layers",
     "LayerParams": "cvb_engine.arms.layered",
     "LoadedScenario": "cvb_engine.scenario",
@@ -212,7 +211,9 @@ _WHERE: dict[str, str] = {
     "RecordRow": "cvb_engine.metrics",
     "Reference": "cvb_engine.queries",
     "ReportNotes": "cvb_engine.report",
+    "DEFAULT_OPTIONS": "cvb_engine.run_options",
     "RunDetail": "cvb_engine.monitor",
+    "RunOptions": "cvb_engine.run_options",
     "RunInfo": "cvb_engine.queries",
     "RunProgress": "cvb_engine.monitor",
     "RunnerState": "cvb_engine.claims",
@@ -349,6 +350,7 @@ __all__ = [
     "CANARY",
     "CATEGORIES",
     "CVB_CATEGORIES",
+    "DEFAULT_OPTIONS",
     "GAP_COLOR",
     "LAYER_KINDS",
     "MAX_SCENARIO_BYTES",
@@ -382,7 +384,6 @@ __all__ = [
     "IVRSummary",
     "Launch",
     "LaunchError",
-    "LaunchSpec",
     "LayerError",
     "LayerParams",
     "LoadedScenario",
@@ -399,6 +400,7 @@ __all__ = [
     "ReportNotes",
     "RunDetail",
     "RunInfo",
+    "RunOptions",
     "RunProgress",
     "RunnerState",
     "Scenario",

@@ -1,4 +1,4 @@
-"""Many runners, one run (DESIGN §13): a run's open cells as a queue in the store,
+"""Many runners, one run (see the README): a run's open cells as a queue in the store,
 claimed in batches with leases.
 
 **The queue.** A runner that binds a run puts the cells it would send (no record,
@@ -82,7 +82,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from cvb_engine.kinds import RecordStatus, RunnerStatus
-from cvb_engine.store import CellClaim, Record, Run, RunWorker
+from cvb_engine.store import CellClaim, Record, Run, RunWorker, as_utc
 
 Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
 
@@ -115,7 +115,7 @@ def store_now(conn: Connection | Session) -> datetime:
     dialect = conn.dialect if isinstance(conn, Connection) else conn.get_bind().dialect
     if dialect.name == "postgresql":
         value = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
-        return value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return as_utc(value)
     return datetime.now(UTC)
 
 

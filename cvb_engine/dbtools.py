@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, delete, select
 
 from cvb_engine.claims import RunnerState
+from cvb_engine.kinds import RecordStatus
 from cvb_engine.safe_text import terminal_text
 from cvb_engine.store import (
     CheckOutcome,
@@ -119,7 +120,7 @@ def copy_runs(
                     target_cell = cells.get(key)
                     if target_cell is not None:
                         target_id, status = target_cell
-                        if status == "ok" or record.status != "ok":
+                        if status == RecordStatus.OK or record.status != RecordStatus.OK:
                             report.records_kept += 1
                             continue
                         # The target only has an error here and the source an answer.

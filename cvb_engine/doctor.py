@@ -39,14 +39,17 @@ class Finding:
 def _sandbox() -> list[Finding]:
     out = []
     for name in sandbox.BACKENDS:
+        # the default backend is needed; a weaker one is only used when named
+        needed = not sandbox.is_weaker(name)
         problem = sandbox.self_test(name)
         if problem is None:
             detail = sandbox.info(name).describe()
-            if name != "bwrap":
+            if not needed:
                 detail += f"; used only when named (--sandbox {name}): {sandbox.WEAKNESS[name]}"
-            out.append(Finding(f"sandbox {name}", True, detail, needed=name == "bwrap"))
-        elif name == "bwrap":
-            out.append(Finding("sandbox bwrap", False, problem, sandbox.bwrap_fix(problem), True))
+            out.append(Finding(f"sandbox {name}", True, detail, needed=needed))
+        elif needed:
+            fix = sandbox.bwrap_fix(problem)
+            out.append(Finding(f"sandbox {name}", False, problem, fix, True))
         else:
             out.append(Finding(f"sandbox {name}", False, problem))
     return out

@@ -5,7 +5,7 @@ page or by hand) live in ``data/endpoints.json``, or in the file named by
 ``CVB_ENDPOINTS``. A preset stores the *name* of the environment variable
 that holds the key, never the key.
 
-That name must be one declared for endpoints (DESIGN §11): it ends in
+That name must be one declared for endpoints: it ends in
 ``_API_KEY``, ``_TOKEN`` or ``_KEY``, or the endpoints file lists it under
 ``"key_variables"``. Saving a preset, resolving an endpoint and reading a key
 all refuse any other name, so neither a page nor a flag can make a run send,
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: DESIGN §6: without --models, the first three of these that the catalog offers.
+#: Without --models, the first three of these that the catalog offers.
 MODEL_PREFERENCE: tuple[str, ...] = (
     "llama-3.3-70b-versatile",
     "llama-3.1-8b-instant",

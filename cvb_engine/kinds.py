@@ -13,7 +13,7 @@ __all__ = ["ErrorKind", "RecordStatus", "RunStatus", "RunnerStatus", "SeedArm"]
 
 
 class SeedArm(StrEnum):
-    """The three arms every matrix is built from (DESIGN §4); variants such as
+    """The three arms every matrix is built from; variants such as
     ``incentivized@channel=system`` and the memory arms are named after them."""
 
     COLD = "cold"

@@ -1,4 +1,4 @@
-"""Scenario lint (DESIGN §4): every rule has its own code and a ``file:line`` anchor.
+"""Scenario lint (README: Authoring scenarios): every rule has its own code and a ``file:line`` anchor.
 
 =====  ========  ===============================================================
 code   severity  rule
@@ -25,10 +25,10 @@ W016   warning   imperative wording in the task or stated tests (they are quoted
 E015   error     an IVR problem without stated tests, source or reference
                  solution, or with a constraint that has no ``exec`` check
 E017   error     a CVB scenario with fewer than 2 or more than 4 constraints
-                 (DESIGN §3; IVR problems are exempt)
+                 (README: Authoring scenarios; IVR problems are exempt)
 =====  ========  ===============================================================
 
-The project-memory pool (``memory/pool.yaml``, DESIGN §12) is not a scenario;
+The project-memory pool (``memory/pool.yaml``, README: Memory arms) is not a scenario;
 it is linted with codes of its own (E001/E002 when it cannot be loaded):
 
 =====  ========  ===============================================================

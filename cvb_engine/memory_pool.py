@@ -1,4 +1,4 @@
-"""The project-memory pool (DESIGN §12): distractor entries for the memory arms.
+"""The project-memory pool (README: Memory arms): distractor entries for the memory arms.
 
 ``scenarios/memory/pool.yaml`` holds past decisions, incidents and conventions
 of one imaginary product, none of which touches a shipped constraint::

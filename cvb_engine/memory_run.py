@@ -1,4 +1,4 @@
-"""Cells of the arms that ask a memory layer while the run sends (DESIGN §12).
+"""Cells of the arms that ask a memory layer while the run sends (README: Bring your own memory layer).
 
 For every live variant of a run (``memory``, ``memory-tool``) the runner opens
 one :class:`LayerRun`: the layer ingests the project's memory once
@@ -46,6 +46,7 @@ from cvb_engine.arms.layered import (
     layer_spec,
     query_text,
 )
+from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message, messages_sha256
 from cvb_engine.recorder import Finished
 from cvb_engine.scenario import Scenario
@@ -324,7 +325,7 @@ def _with_totals(f: Finished, totals: dict[str, Any], digest: str) -> Finished:
     """The last request's record, with the cell's latency, tokens and attempts summed."""
     f.messages_sha256 = digest
     f.attempts = totals["attempts"]
-    if f.status == "ok":
+    if f.status == RecordStatus.OK:
         f.latency_s = round(totals["latency_s"], 4)
         f.prompt_tokens = totals["prompt_tokens"] or f.prompt_tokens
         f.completion_tokens = totals["completion_tokens"] or f.completion_tokens

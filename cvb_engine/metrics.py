@@ -1,4 +1,4 @@
-"""Metrics of DESIGN §7, as pure functions over counts.
+"""The metrics (README: Metrics), as pure functions over counts.
 
 Everything is computed from *tallies* — counts per (model, arm, scenario) and
 per (model, arm, scenario, constraint) — so the same code serves a results
@@ -17,7 +17,7 @@ Definitions:
   of a ``memory`` or ``memory-tool`` arm failed; never an API failure, never a
   violation);
 * every scored record has an outcome (``answered``, ``unparseable``,
-  ``no-code``; DESIGN §10) and may be ``truncated``: each outcome's share of
+  ``no-code``; README: Answer outcomes) and may be ``truncated``: each outcome's share of
   the scored records, and strict and per-constraint accuracy **among answered**
   records, are reported beside the headline figures, which keep their
   definitions (a ``no-code`` record is scored, and honors nothing). Records
@@ -178,7 +178,7 @@ OUTCOME_NAMES = ("answered", "unparseable", "no-code")
 
 @dataclass(frozen=True)
 class MemoryStat:
-    """One memory variant for one model (DESIGN §12): of the incentivized arm, or of a
+    """One memory variant for one model (README: Memory arms): of the incentivized arm, or of a
     memory-layer arm (``memory``, ``memory-tool``).
 
     ``strict_ci`` is a bootstrap over scenarios of the variant's strict
@@ -204,7 +204,7 @@ class MemoryStat:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """How one model used the memory tool under one ``memory-tool`` variant (DESIGN §12).
+    """How one model used the memory tool under one ``memory-tool`` variant (README: Memory arms).
 
     Over the variant's scored records whose memory trace reads
     (:func:`cvb_engine.memory_trace.read_trace`); ``unavailable`` counts scored
@@ -449,7 +449,7 @@ def summarize(
     )
 
 
-#: The arm kinds that put a memory layer in the loop (DESIGN §12).
+#: The arm kinds that put a memory layer in the loop (README: Memory arms).
 LAYER_KINDS = ("memory", "memory-tool")
 
 
@@ -717,7 +717,7 @@ def honored_only_when_ordered(summary: Summary) -> list[tuple[str, str, str, flo
 
 @dataclass(frozen=True)
 class IVRSummary:
-    """Intent Violation Rate for one (model, arm), as DESIGN §7 defines it.
+    """Intent Violation Rate for one (model, arm), as the README's Metrics section defines it.
 
     ``per_problem`` maps a problem to (n_violating, n_stated_passed);
     ``constraint_fail`` maps a hidden constraint's position (``C2``, ``C3``, …:

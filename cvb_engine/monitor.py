@@ -40,7 +40,7 @@ from sqlmodel import Session, col, select
 from cvb_engine.claims import live_runner_count
 from cvb_engine.kinds import RecordStatus, RunStatus
 from cvb_engine.metrics import ARM_ORDER, Rate
-from cvb_engine.store import ConstraintResult, Record, Run
+from cvb_engine.store import ConstraintResult, Record, Run, as_utc
 
 #: A running run whose heartbeat is older than this (and whose process cannot be
 #: checked on this host) is reported as died.
@@ -56,14 +56,10 @@ _STORED: dict[str, RunState] = {
     RunStatus.FINISHED: "finished",
     RunStatus.CANCELLED: "cancelled",
     RunStatus.FAILED: "failed",
-    # Sending ended with cells still missing (DESIGN §11): shown as failed, and
+    # Sending ended with cells still missing: shown as failed, and
     # resumable, until the studio has a state of its own for it.
     RunStatus.INCOMPLETE: "failed",
 }
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def this_host() -> str:
@@ -122,7 +118,7 @@ def process_alive(pid: int, *, started_by: datetime | None = None) -> bool:
     if state in ("Z", "X"):
         return False
     if started_by is not None and started is not None:
-        return started <= _utc(started_by).timestamp() + _CLOCK_SLACK_S
+        return started <= as_utc(started_by).timestamp() + _CLOCK_SLACK_S
     return True
 
 
@@ -147,8 +143,8 @@ def liveness(
     """The state to show for a run: its stored status, or ``died`` (see the module doc)."""
     if status != RunStatus.RUNNING:
         return Liveness(_STORED.get(status, "failed"))
-    now = _utc(now or datetime.now(UTC))
-    age = (now - _utc(updated)).total_seconds()
+    now = as_utc(now or datetime.now(UTC))
+    age = (now - as_utc(updated)).total_seconds()
     local = host is not None and host == (local_host or this_host())
     if local and pid is not None:
         if process_alive(pid, started_by=updated):
@@ -251,7 +247,7 @@ def list_progress(
 ) -> list[RunProgress]:
     """Progress of the ``limit`` most recently active runs (every running one included),
     or of ``run_ids`` in that order. Running and died runs come first."""
-    now = _utc(now or datetime.now(UTC))
+    now = as_utc(now or datetime.now(UTC))
     runs = _run_ids_to_show(session, limit, run_ids)
     if not runs:
         return []
@@ -287,7 +283,7 @@ def list_progress(
             rate = 0.0
             if n_recent and first is not None:
                 # From the window's first record to now: a run that stalls slows down.
-                span = min(max((now - _utc(first)).total_seconds(), 1.0), RATE_WINDOW_S)
+                span = min(max((now - as_utc(first)).total_seconds(), 1.0), RATE_WINDOW_S)
                 rate = n_recent / span
             remaining = max(run.total_cells - done, 0)
             eta = remaining / rate if rate else None
@@ -303,9 +299,9 @@ def list_progress(
                 errors=done - ok,
                 calls_per_s=rate,
                 eta_s=eta,
-                created=_utc(run.created),
-                updated=_utc(run.updated),
-                heartbeat_age_s=max((now - _utc(run.updated)).total_seconds(), 0.0),
+                created=as_utc(run.created),
+                updated=as_utc(run.updated),
+                heartbeat_age_s=max((now - as_utc(run.updated)).total_seconds(), 0.0),
                 pid=run.pid,
                 host=run.host,
                 note=run.note,
@@ -367,7 +363,7 @@ class FinishedRow:
 
 
 def accuracy_so_far(session: Session, run_id: str) -> list[ArmAccuracy]:
-    """Strict accuracy per model × arm over the records stored so far (DESIGN §7)."""
+    """Strict accuracy per model × arm over the records stored so far (README: Metrics)."""
     scored = (col(Record.status) == RecordStatus.OK) & col(Record.strict).is_not(None)
     n_scored = func.sum(case((scored, 1), else_=0))
     n_strict = func.sum(case((scored & col(Record.strict).is_(True), 1), else_=0))
@@ -385,15 +381,6 @@ def accuracy_so_far(session: Session, run_id: str) -> list[ArmAccuracy]:
     return sorted(out, key=lambda a: (a.model, order.get(a.arm, len(order)), a.arm))
 
 
-def recorded_scenarios(session: Session, run_id: str) -> list[str]:
-    """Scenario ids that have at least one record in the run."""
-    return sorted(
-        session.exec(
-            select(Record.scenario_id).where(col(Record.run_id) == run_id).distinct()
-        ).all()
-    )
-
-
 def latest_errors(session: Session, run_id: str, limit: int = 5) -> list[ErrorRow]:
     """The most recent error records of a run, newest first, with the runner's reason."""
     rows = session.exec(
@@ -404,7 +391,7 @@ def latest_errors(session: Session, run_id: str, limit: int = 5) -> list[ErrorRo
     ).all()
     return [
         ErrorRow(
-            _utc(r.created),
+            as_utc(r.created),
             r.model,
             r.scenario_id,
             r.arm,
@@ -438,7 +425,7 @@ def latest_record(session: Session, run_id: str) -> FinishedRow | None:
         )
     )
     return FinishedRow(
-        created=_utc(r.created),
+        created=as_utc(r.created),
         model=r.model,
         scenario_id=r.scenario_id,
         category=r.category,
@@ -473,10 +460,10 @@ def run_detail(session: Session, progress: RunProgress, *, errors_limit: int = 5
     )
 
 
-def format_duration(seconds: float | None) -> str:
-    """``1:02:03``, ``02:03``, or ``–`` when unknown."""
+def format_duration(seconds: float | None, unknown: str = "–") -> str:
+    """``1:02:03``, ``02:03``, or ``unknown`` when there is no figure."""
     if seconds is None:
-        return "–"
+        return unknown
     total = round(seconds)
     h, rem = divmod(total, 3600)
     m, s = divmod(rem, 60)
@@ -500,7 +487,6 @@ __all__ = [
     "list_progress",
     "liveness",
     "process_alive",
-    "recorded_scenarios",
     "run_detail",
     "run_progress",
     "this_host",

@@ -1,4 +1,4 @@
-"""Frozen prompt templates for the three arms (DESIGN §5).
+"""Frozen prompt templates for the three arms (README: Prompt changelog).
 
 Any change to a template below changes what every model sees, so it bumps
 :data:`PROMPT_VERSION` and gets a line in the README's prompt changelog.

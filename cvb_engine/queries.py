@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from cvb_engine.report import (
 from cvb_engine.results import db_memory_rows, db_tallies, run_scenario_ids, scoring_versions
 from cvb_engine.scenario import ScenarioError, load_library
 from cvb_engine.scoring import SCORING_VERSION
-from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run
+from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, as_utc
 
 REFERENCE_DIR = Path(__file__).resolve().parent.parent / "data" / "reference"
 REFERENCE_FILE = REFERENCE_DIR / "cvb-2.0-groq.json"
@@ -77,11 +77,6 @@ class RunInfo:
         return f"{self.id} · {day} · {self.n_records:,} records · {self.status}"
 
 
-def _utc(moment: datetime) -> datetime:
-    # SQLite hands back naive values; they were stored as UTC.
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
 def list_runs(session: Session) -> list[RunInfo]:
     """Every run, newest first, with its record count and models.
 
@@ -103,8 +98,8 @@ def list_runs(session: Session) -> list[RunInfo]:
     return [
         RunInfo(
             id=run.id,
-            created=_utc(run.created),
-            updated=_utc(run.updated),
+            created=as_utc(run.created),
+            updated=as_utc(run.updated),
             status=run.status,
             prompt_version=run.prompt_version,
             total_cells=run.total_cells,
@@ -194,7 +189,7 @@ class Aggregates:
 
 
 def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
-    """Tallies aggregated in SQL, then every metric of DESIGN §7 (the engine's own functions)."""
+    """Tallies aggregated in SQL, then every metric (the engine's own functions)."""
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
     summary = summarize(tallies, ctallies, traces=db_memory_rows(session, ids))

@@ -1,4 +1,4 @@
-"""Endpoint replies read as untrusted bytes (DESIGN §11): bounded, parsed, validated.
+"""Endpoint replies read as untrusted bytes: bounded, parsed, validated.
 
 Every byte an endpoint sends is untrusted. This module is where they come in:
 

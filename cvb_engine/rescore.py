@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cvb_engine import sandbox
+from cvb_engine.kinds import RecordStatus
 from cvb_engine.scenario import LoadedScenario
 
 __all__ = ["RescoreError", "Rescored", "rescore_run"]
@@ -79,7 +80,7 @@ def rescore_run(
             backend = sandbox.choose(sandbox_choice)
             run.params_json = json.dumps(sandbox.with_backend(run.params, backend))
             session.add(run)
-        ids = [r.id for r in iter_run_records(session, run_id) if r.status == "ok"]
+        ids = [r.id for r in iter_run_records(session, run_id) if r.status == RecordStatus.OK]
         for rid in ids:
             record = session.get(Record, rid)
             assert record is not None

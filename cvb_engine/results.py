@@ -1,6 +1,6 @@
 """Records in and out: scores into the store, tallies out of it, and the results file.
 
-The results file (``cvb-results/2``) is the interchange format of DESIGN §6 and §10::
+The results file (``cvb-results/2``) is the interchange format (README: Results file)::
 
     {"format": "cvb-results/2", "prompt_version": "2.0",
      "run": {"id": ..., "started": ..., "params": {...}},
@@ -42,7 +42,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ from cvb_engine.results_format import (
     first_problem,
 )
 from cvb_engine.scoring import Scored
-from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, utcnow
+from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, as_utc, utcnow
 
 
 class ResultsFileError(ValueError):
@@ -280,9 +280,7 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
 
 
 def _iso(moment: datetime) -> str:
-    if moment.tzinfo is None:  # SQLite hands back naive values; they were stored as UTC
-        moment = moment.replace(tzinfo=UTC)
-    return moment.isoformat()
+    return as_utc(moment).isoformat()
 
 
 def _file_mode(target: Path) -> int:

@@ -19,7 +19,7 @@ Guarantees:
   cap), 5xx, timeouts, dropped connections, malformed bodies, empty content
   and empty ``choices`` are retried with backoff; what still fails becomes an
   error record, excluded from accuracy.
-* **Every reply is a record** (DESIGN §11). Whatever an endpoint sends, or
+* **Every reply is a record**. Whatever an endpoint sends, or
   whatever reading it raises, its cell gets an ok or an error record and the
   run goes on (:mod:`cvb_engine.replies` reads and validates the bytes).
   Bodies are read with a bound, replies longer than ``--max-response-chars``
@@ -44,8 +44,8 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -67,7 +67,7 @@ from cvb_engine.arms import (
     parse_arm,
     parse_arms,
 )
-from cvb_engine.claims import LEASE_S, CellFeed, ClaimError, RunClaims, runners, worker_name
+from cvb_engine.claims import CellFeed, ClaimError, RunClaims, runners, worker_name
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
@@ -79,6 +79,8 @@ from cvb_engine.endpoints import (
     resolve,
     scrub,
 )
+from cvb_engine.kinds import RecordStatus, RunStatus
+from cvb_engine.monitor import format_duration
 from cvb_engine.prompts import PROMPT_VERSION, Message, build_messages, messages_sha256
 from cvb_engine.recorder import Finished, Recorder, RecorderError, Setup
 from cvb_engine.replies import (
@@ -93,6 +95,7 @@ from cvb_engine.replies import (
     parse_completion,
 )
 from cvb_engine.run_ids import RunIdError, check_run_id, new_run_id
+from cvb_engine.run_options import RunOptions
 from cvb_engine.safe_text import terminal_text
 from cvb_engine.scenario import (
     ARMS,
@@ -104,18 +107,6 @@ from cvb_engine.scenario import (
 from cvb_engine.store import Record, Run, database_url, get_engine, redact_params, utcnow
 
 Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
-
-DEFAULTS: dict[str, Any] = {
-    "runs": 3,
-    "temperature": 0.0,
-    "max_tokens": 1024,
-    "seed": 20260729,
-    "concurrency": 8,
-    "timeout_s": 60.0,
-    "max_attempts": 5,
-    "retry_after_cap_s": 60.0,
-    "max_response_chars": MAX_RESPONSE_CHARS,
-}
 
 
 class RunError(Exception):
@@ -196,8 +187,8 @@ def diff_matrices(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def select_scenarios(
     library: dict[str, LoadedScenario],
-    categories: list[str] | None,
-    only: list[str] | None,
+    categories: Sequence[str] | None,
+    only: Sequence[str] | None,
 ) -> dict[str, LoadedScenario]:
     """The scenarios a run covers: by id, by category, or by default the CVB set
     (the IVR pack runs when asked for, or when it is all there is)."""
@@ -250,15 +241,6 @@ def _fmt_rate(rate: float) -> str:
     return f"{rate:.1f} calls/s" if rate >= 1 else f"{rate * 60:.1f} calls/min"
 
 
-def _fmt_eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--"
-    seconds = int(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
-
-
 class TerminalProgress:
     """A one-line progress bar on a terminal; plain periodic lines otherwise."""
 
@@ -277,6 +259,7 @@ class TerminalProgress:
                 self.stream.write("\n")
             return
         pct = int(100 * p.done / p.total) if p.total else 100
+        eta = format_duration(p.eta_s, unknown="--:--")
         if self.tty:
             if not final and now - self._last < 0.1:
                 return
@@ -285,7 +268,7 @@ class TerminalProgress:
             bar = "█" * filled + "·" * (width - filled)
             line = (
                 f"\r[{bar}] {p.done}/{p.total} ok {p.ok} err {p.errors} "
-                f"| {_fmt_rate(p.rate)} | ETA {_fmt_eta(p.eta_s)} "
+                f"| {_fmt_rate(p.rate)} | ETA {eta} "
             )
             self.stream.write(line + ("\n" if final else ""))
         else:
@@ -295,7 +278,7 @@ class TerminalProgress:
             self._last_pct = step
             self.stream.write(
                 f"progress {p.done}/{p.total} ({pct}%) ok={p.ok} errors={p.errors} "
-                f"rate={p.rate:.2f}/s eta={_fmt_eta(p.eta_s)}\n"
+                f"rate={p.rate:.2f}/s eta={eta}\n"
             )
         self._last = now
         self._last_line = (p.done, p.ok, p.errors)
@@ -402,7 +385,7 @@ async def call_with_retries(
             )
             return Finished(
                 cell=("", "", "", 0),
-                status="ok",
+                status=RecordStatus.OK,
                 response=reply.content,
                 error=None,
                 latency_s=round(time.monotonic() - t0, 4),
@@ -442,7 +425,7 @@ async def call_with_retries(
         except (httpx2.HTTPError, openai.OpenAIError) as exc:
             error = f"{type(exc).__name__}: {exc}"
         except Exception as exc:
-            # Nothing a server sends may end the run (DESIGN §11): whatever reading
+            # Nothing a server sends may end the run: whatever reading
             # a reply raised that nobody foresaw is this cell's error.
             error = f"unusable reply ({type(exc).__name__}): {exc}"
         if attempt < max_attempts:
@@ -451,7 +434,7 @@ async def call_with_retries(
             await asyncio.sleep(wait)
     return Finished(
         cell=("", "", "", 0),
-        status="error",
+        status=RecordStatus.ERROR,
         response=None,
         error=_server_text(error, secret)
         + f" (after {attempt} attempt{'s' if attempt > 1 else ''}, "
@@ -540,59 +523,6 @@ async def probe_catalog(
 # --------------------------------------------------------------------------- run
 
 
-@dataclass
-class RunOptions:
-    scenarios: str = "scenarios"
-    models: list[str] | None = None
-    arms: list[str] = field(default_factory=lambda: list(ARMS))
-    runs: int = DEFAULTS["runs"]
-    categories: list[str] | None = None
-    only: list[str] | None = None
-    endpoint: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    temperature: float = DEFAULTS["temperature"]
-    max_tokens: int = DEFAULTS["max_tokens"]
-    seed: int | None = DEFAULTS["seed"]
-    concurrency: int = DEFAULTS["concurrency"]
-    timeout_s: float = DEFAULTS["timeout_s"]
-    max_attempts: int = DEFAULTS["max_attempts"]
-    retry_after_cap_s: float = DEFAULTS["retry_after_cap_s"]
-    max_response_chars: int = DEFAULTS["max_response_chars"]
-    run_id: str | None = None
-    retry_errors: bool = False
-    db: str | None = None
-    note: str | None = None
-    # the sandbox backend the user named (--sandbox); None: bwrap or $CVB_SANDBOX
-    sandbox: str | None = None
-    # --memory-sweep specs (key=v1,v2): their incentivized variants join the arms
-    memory_sweep: list[str] | None = None
-    # --join: take part in the existing run --run-id, its matrix read from the store
-    join: bool = False
-    # the runner's name on its records and claims (--worker); None: host:pid
-    worker: str | None = None
-    # seconds a claim on a cell lasts unless renewed (--lease, hidden: for tests)
-    lease_s: float = LEASE_S
-    # the matrix options the caller set (with join, the others come from the store);
-    # None: those that differ from these defaults
-    given: frozenset[str] | None = None
-
-
-#: The options that make a run's matrix (what --join reads from the store).
-MATRIX_OPTIONS = (
-    "scenarios",
-    "models",
-    "arms",
-    "memory_sweep",
-    "runs",
-    "categories",
-    "only",
-    "temperature",
-    "max_tokens",
-    "seed",
-)
-
-
 def join_options(o: RunOptions) -> RunOptions:
     """``o`` with every matrix option it does not set taken from the stored run ``o.run_id``.
 
@@ -613,12 +543,7 @@ def join_options(o: RunOptions) -> RunOptions:
             "(or point --db at the store it is in)"
         )
     params = run.params
-    defaults = RunOptions()
-    given = (
-        o.given
-        if o.given is not None
-        else frozenset(f for f in MATRIX_OPTIONS if getattr(o, f) != getattr(defaults, f))
-    )
+    given = o.given_matrix()
     take: dict[str, Any] = {}
     if "scenarios" not in given and params.get("scenarios_path"):
         take["scenarios"] = str(params["scenarios_path"])
@@ -632,11 +557,11 @@ def join_options(o: RunOptions) -> RunOptions:
     if "models" not in given and params.get("models"):
         take["models"] = list(params["models"])
     if not {"arms", "memory_sweep"} & given and params.get("arms"):
-        take["arms"], take["memory_sweep"] = list(params["arms"]), None
+        take["arms"], take["memory_sweep"] = list(params["arms"]), ()
     for name in ("runs", "temperature", "max_tokens", "seed"):
         if name not in given and name in params:
             take[name] = params[name]
-    return replace(o, **take)
+    return o.changed(**take)
 
 
 @dataclass
@@ -695,7 +620,7 @@ class BenchmarkRun:
             raise RunError(f"scenarios do not load:\n{exc}") from None
         self.library = select_scenarios(library, options.categories, options.only)
         try:
-            variants = parse_arms([*options.arms, *expand_sweep(options.memory_sweep or [])])
+            variants = parse_arms([*options.arms, *expand_sweep(list(options.memory_sweep))])
         except ArmError as exc:
             raise RunError(str(exc)) from None
         if not variants:
@@ -770,13 +695,13 @@ class BenchmarkRun:
 
     def dry_models(self) -> tuple[list[str], str]:
         if self.o.models:
-            return self.o.models, "given"
+            return list(self.o.models), "given"
         if self.endpoint.models:
             return self.endpoint.models, f"from preset {self.endpoint.name}"
         return list(MODEL_PREFERENCE[:DEFAULT_MODEL_COUNT]), "assumed (not probed in a dry run)"
 
     async def resolve_models(self, key: str) -> list[str]:
-        wanted = self.o.models or self.endpoint.models
+        wanted = list(self.o.models) or self.endpoint.models
         if wanted:
             try:
                 catalog = await probe_catalog(self.endpoint, key, ssl_context=self.ssl_context)
@@ -850,12 +775,12 @@ class BenchmarkRun:
         status = {(m, s, a, r): st for m, s, a, r, st, _ in rows}
         stored = {(m, s, a, r): rid for m, s, a, r, _, rid in rows}
         if self.o.retry_errors:
-            todo = [c for c in matrix.cells() if status.get(c) == "error"]
+            todo = [c for c in matrix.cells() if status.get(c) == RecordStatus.ERROR]
         else:
             # Cells without any record first, then the errors: a request that keeps
             # failing costs its own retries, never the cells behind it.
             todo = [c for c in matrix.cells() if c not in status]
-            todo += [c for c in matrix.cells() if status.get(c) == "error"]
+            todo += [c for c in matrix.cells() if status.get(c) == RecordStatus.ERROR]
         run.params_json = json.dumps(sandbox.with_backend(run.params, self.sandbox_name))
         run.status = "running"
         run.pid = os.getpid()
@@ -999,18 +924,18 @@ class BenchmarkRun:
             )
             self.cells.start()
             await self._send(todo, matrix, key, recorder, progress)
-            status = "cancelled" if self.cells.cancelled else "finished"  # see below
+            status = RunStatus.CANCELLED if self.cells.cancelled else RunStatus.FINISHED
         except asyncio.CancelledError:
-            status = "cancelled"
+            status = RunStatus.CANCELLED
         except ClaimError as exc:
             raise RunError(str(exc)) from None
         finally:
             # Everything sent is committed and scored before the run is marked done.
             await self.cells.close()
             await recorder.close()
-            failed = recorder.failure is not None or status == "failed"
+            failed = recorder.failure is not None or status == RunStatus.FAILED
             if joined:
-                mine = "failed" if failed else status
+                mine = RunStatus.FAILED if failed else status
                 others = claims.leave(mine, progress.done, progress.errors)
             claims.close()
             with Session(engine) as session:
@@ -1023,15 +948,15 @@ class BenchmarkRun:
                         live = [s for s in runners(session, run_id) if s.live]
                         if live:
                             run.pid, run.host = live[0].pid, live[0].host
-                        if status != "cancelled":  # this runner's end, not the run's
-                            status = "running"
+                        if status != RunStatus.CANCELLED:  # this runner's end, not the run's
+                            status = RunStatus.RUNNING
                     else:
                         if failed:
-                            status = "failed"
+                            status = RunStatus.FAILED
                         elif complete:
-                            status = "finished"
-                        elif status == "finished":
-                            status = "incomplete"  # a resume sends what is missing
+                            status = RunStatus.FINISHED
+                        elif status == RunStatus.FINISHED:
+                            status = RunStatus.INCOMPLETE  # a resume sends what is missing
                         run.status = status
                         run.pid = None
                     run.updated = utcnow()
@@ -1123,7 +1048,7 @@ class BenchmarkRun:
                     await recorder.commit(result)
                 except RecorderError as exc:
                     raise RunError(f"storing results failed: {exc}") from exc
-                if result.status == "ok":
+                if result.status == RecordStatus.OK:
                     progress.ok += 1
                 else:
                     progress.errors += 1
@@ -1247,7 +1172,7 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
             if existing is not None:
                 done = session.exec(
                     select(Record.id).where(
-                        Record.run_id == run.o.run_id, col(Record.status) == "ok"
+                        Record.run_id == run.o.run_id, col(Record.status) == RecordStatus.OK
                     )
                 ).all()
                 shown.write(

@@ -1,4 +1,4 @@
-"""Text from outside, made safe for the outputs people open (DESIGN §11).
+"""Text from outside, made safe for the outputs people open.
 
 Model names, server replies and error reasons, scenario and file names, run ids
 and everything read from a results file or a store can hold bytes meant for

@@ -1,4 +1,4 @@
-"""Scenario files: the pydantic models of DESIGN §3 and a hardened YAML loader.
+"""Scenario files: their pydantic models and a hardened YAML loader.
 
 Loading never executes anything and never raises anything but
 :class:`ScenarioError`, whose ``problems`` each carry the file, the line and
@@ -182,7 +182,7 @@ class Constraint(BaseModel):
 
 
 class Scenario(BaseModel):
-    """A scenario file (DESIGN §3)."""
+    """A scenario file (README: Authoring scenarios)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

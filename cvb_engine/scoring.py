@@ -4,7 +4,7 @@ A scenario's checks are prepared once, into its :class:`ScoringPlan` (see
 :func:`plan`). A response is parsed once (the
 :class:`~cvb_engine.checks.base.Subject` caches its tree and each kind's derived
 analysis), then every prepared check of every constraint runs on it. A constraint is honored when all its checks pass; a
-record is strictly accurate when every constraint is honored (DESIGN §7).
+record is strictly accurate when every constraint is honored (README: Metrics).
 Nothing here raises on model output: a check that crashes is recorded as a
 failed check with the exception in its reason.
 

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import Column, Index, Text, UniqueConstraint, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
-from sqlmodel import Field, Session, SQLModel, create_engine, select
+from sqlmodel import Field, Session, SQLModel, create_engine
 
 SCHEMA_VERSION = 6
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
@@ -33,6 +33,12 @@ DEFAULT_DB_PATH = Path("data") / "cvb.db"
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` as an aware UTC time: SQLite hands back naive values (stored as UTC),
+    PostgreSQL aware ones in the session's time zone."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 class Meta(SQLModel, table=True):
@@ -164,7 +170,7 @@ class CheckOutcome(SQLModel, table=True):
 
 class CellClaim(SQLModel, table=True):
     """schema 5: one open cell of a run in the run's queue, and the lease a runner holds on it
-    (many runners, one run; DESIGN §13; :mod:`cvb_engine.claims`).
+    (many runners, one run; :mod:`cvb_engine.claims`).
 
     A runner that binds a run puts the cells it would send here, unclaimed (``worker``
     NULL); a runner claims a batch of rows that are unclaimed or whose lease has expired,
@@ -299,7 +305,7 @@ def _migrate_1_to_2(conn: Connection) -> None:
 
 
 def _migrate_2_to_3(conn: Connection) -> None:
-    # Answer outcomes and the scoring version (DESIGN §10). Records scored
+    # Answer outcomes and the scoring version (README: Answer outcomes). Records scored
     # before keep NULL there: judged by scoring version 1, until `cvb score`.
     present = {c["name"] for c in inspect(conn).get_columns("record")}
     for column, sql_type in (
@@ -313,13 +319,13 @@ def _migrate_2_to_3(conn: Connection) -> None:
 
 
 def _migrate_3_to_4(conn: Connection) -> None:
-    # Replies cut at --max-response-chars are flagged (DESIGN §11).
+    # Replies cut at --max-response-chars are flagged.
     if "response_cut" not in {c["name"] for c in inspect(conn).get_columns("record")}:
         conn.execute(text("ALTER TABLE record ADD COLUMN response_cut BOOLEAN"))
 
 
 def _migrate_4_to_5(conn: Connection) -> None:
-    # Memory layers (DESIGN §12) and many runners on one run (DESIGN §13); the tables
+    # Memory layers and many runners on one run; the tables
     # cellclaim and runworker are created by create_all after this step.
     present = {c["name"] for c in inspect(conn).get_columns("record")}
     for column, sql_type in (
@@ -494,7 +500,3 @@ def redact_params(params: dict[str, Any]) -> dict[str, Any]:
             value = redact_params(value)
         out[key] = value
     return out
-
-
-def list_runs(session: Session) -> list[Run]:
-    return list(session.exec(select(Run).order_by(Run.created.desc())))  # type: ignore[attr-defined]

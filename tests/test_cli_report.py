@@ -95,3 +95,25 @@ def test_report_files_are_readable_like_any_file_not_private_temporaries(
         assert target.stat().st_mode & 0o777 == 0o640
     finally:
         os.umask(old)
+
+
+def test_python_m_cvb_engine_report_is_cvb_report_and_the_report_module_needs_no_cli(
+    scenario_dir: Path, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    with FakeOpenAI(models=["m-a", "m-b"], reply=reply) as server:
+        run(scenario_dir, server.base_url, url, "as-module")
+    made = subprocess.run(
+        [sys.executable, "-m", "cvb_engine.report", "as-module", "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == cvb("report", "as-module", "--db", url).stdout
+    assert "as-module" in made.stdout
+    probe = "import sys, cvb_engine.report; print('cvb_engine.cli' in sys.modules)"
+    alone = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert alone.stdout.strip() == "False", alone.stderr

@@ -1,4 +1,4 @@
-"""What ``cvb`` writes for people to open, from hostile text (DESIGN §11).
+"""What ``cvb`` writes for people to open, from hostile text.
 
 A real run is stored in SQLite, then its names are replaced the way another
 tool, an older cvb or a hostile server could leave them: formula cells, HTML,

@@ -1,4 +1,4 @@
-"""Key variables must be declared for endpoints (DESIGN §11): the engine refuses any other.
+"""Key variables must be declared for endpoints: the engine refuses any other.
 
 Neither a page nor a flag can make a run send ``$HOME`` or ``$DATABASE_URL`` to
 a server as its "key": saving a preset, resolving an endpoint and reading a key

@@ -1,4 +1,4 @@
-"""endpoints.scrub / storable: the one function every server string passes through (DESIGN §11)."""
+"""endpoints.scrub / storable: the one function every server string passes through."""
 
 from __future__ import annotations
 

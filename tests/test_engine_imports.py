@@ -1,4 +1,4 @@
-"""The engine never imports a UI package (DESIGN §2)."""
+"""The engine never imports a UI package."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN §11: every byte an endpoint sends is untrusted.
+"""Every byte an endpoint sends is untrusted.
 
 The real runner (``cvb run``, in-process) and its real recorder process talk
 HTTP to ``tests/hostile_openai.py`` on 127.0.0.1, on SQLite and PostgreSQL.

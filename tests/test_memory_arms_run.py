@@ -1,4 +1,4 @@
-"""The memory-layer arms through the real runner (DESIGN §12).
+"""The memory-layer arms through the real runner (README: Bring your own memory layer).
 
 ``memory``: a layer (the built-in bm25, a command, an HTTP server) ingests the
 project's memory once and gives each cell its context; ``memory-tool``: the

@@ -1,4 +1,4 @@
-"""The memory-arm metrics (DESIGN §12) against hand-computed fixtures, and their report tables."""
+"""The memory-arm metrics (README: Memory arms) against hand-computed fixtures, and their report tables."""
 
 from __future__ import annotations
 

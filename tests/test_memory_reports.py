@@ -1,4 +1,4 @@
-"""Reports of the memory-layer arms (DESIGN §12): layer names, the memory-load curve per layer,
+"""Reports of the memory-layer arms (README: Memory arms): layer names, the memory-load curve per layer,
 how models used the memory tool, and memory failures counted apart from API failures.
 
 The store (``tests/memory_store.py``) holds the seed arms beside ``memory``,

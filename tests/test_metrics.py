@@ -1,4 +1,4 @@
-"""Metrics against hand-computed fixtures (DESIGN §7)."""
+"""Metrics against hand-computed fixtures (README: Metrics)."""
 
 from __future__ import annotations
 

@@ -169,7 +169,7 @@ def test_finished_run_progress_accuracy_errors_and_latest(db_url: str, library: 
     assert got[("m-a", "incentivized")] == Rate(2, 2, 0)
     assert got[("m-b", "mandated")] == Rate(1, 1, 1)
     assert got[("m-b", "incentivized")] == Rate(0, 2, 0)
-    # ... and the same numbers as the metrics module (DESIGN §7).
+    # ... and the same numbers as the metrics module (README: Metrics).
     assert {k: (r.k, r.n) for k, r in got.items()} == {
         k: (r.k, r.n) for k, r in summary.strict.items()
     }

@@ -1,4 +1,4 @@
-"""cvb_engine.replies: replies read as untrusted bytes (DESIGN §11)."""
+"""cvb_engine.replies: replies read as untrusted bytes."""
 
 from __future__ import annotations
 

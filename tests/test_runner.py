@@ -1,4 +1,4 @@
-"""The runner (DESIGN §6, §8) against the loopback OpenAI-compatible fake server.
+"""The runner (README: Running the full benchmark against a hosted endpoint) against the loopback OpenAI-compatible fake server.
 
 Nothing is mocked: the real ``openai`` client inside the runner talks HTTP to
 ``tests/fake_openai.py`` on 127.0.0.1, in-process (a thread) or as a process.
@@ -39,7 +39,8 @@ from cvb_engine import cli, runner
 from cvb_engine.metrics import summarize
 from cvb_engine.prompts import build_messages, messages_sha256
 from cvb_engine.results import db_tallies
-from cvb_engine.runner import DEFAULTS, BenchmarkRun, RunOptions, print_dry_run
+from cvb_engine.run_options import DEFAULT_OPTIONS
+from cvb_engine.runner import BenchmarkRun, RunOptions, print_dry_run
 from cvb_engine.scenario import ARMS, CVB_CATEGORIES, load_library
 from cvb_engine.store import dispose_engines, get_engine
 
@@ -55,7 +56,7 @@ RECORDER = "cvb_engine.recorder"  # the runner's recorder process, by its comman
 FAKE_SCRIPT = TESTS / "fake_openai.py"
 KEY_VAR = "CVB_TEST_RUNNER_KEY"
 KEY = "sk-cvbtest-Zq7LeakCanary-3f9e1d0b7a"  # distinctive: grep-able in any byte dump
-SEED = DEFAULTS["seed"]
+SEED = DEFAULT_OPTIONS.seed
 
 COMPLIANT = (
     "```python\nimport httpx\n\n\ndef fetch_json(url):\n"
@@ -311,7 +312,7 @@ def test_dry_run_variants(
     write_scenarios(scenarios, valid_text, per_category=5)
     buf = io.StringIO()
     opts = options(server.base_url, scenarios, f"sqlite:///{tmp_path / 'cvb.db'}", **over)
-    opts.run_id = None
+    opts = opts.changed(run_id=None)
     assert print_dry_run(BenchmarkRun(opts), out=buf) == 0
     text = buf.getvalue()
     assert f"= {calls} calls" in text, text
@@ -341,7 +342,7 @@ def test_dry_run_says_whether_the_key_is_set(
     if value is None:
         monkeypatch.delenv(KEY_VAR)
     opts = options("http://127.0.0.1:9/v1", scenarios, f"sqlite:///{tmp_path / 'cvb.db'}")
-    opts.api_key_env, opts.run_id = key_env, None
+    opts = opts.changed(api_key_env=key_env, run_id=None)
     buf = io.StringIO()
     assert print_dry_run(BenchmarkRun(opts), out=buf) == 0
     assert f"key        {line}" in buf.getvalue().splitlines()
@@ -716,7 +717,7 @@ def test_kill_9_then_resume_sends_only_the_missing_cells(tmp_path: Path, valid_t
 def test_kill_9_loses_at_most_the_requests_in_flight_when_scoring_is_slow(
     tmp_path: Path, valid_text: str
 ) -> None:
-    """runner.py promises that "a kill -9 loses at most the requests in flight" (DESIGN §6:
+    """runner.py promises that "a kill -9 loses at most the requests in flight" (README: Running the full benchmark against a hosted endpoint:
     every finished request is committed at once). Checks that take time (an ``exec`` check
     runs in the sandbox, as IVR hidden tests do) must not hold up commits: the recorder
     commits and acknowledges an answer before it is scored. Answered but uncommitted

@@ -1,4 +1,4 @@
-"""Many runners, one run (DESIGN §13, issue 21): cell claims with leases in the store.
+"""Many runners, one run (README: Many runners, one run, issue 21): cell claims with leases in the store.
 
 Real processes against the loopback fake endpoint (``tests/fake_openai.py`` as a
 process, with a per-request delay and its request log), on SQLite and on the
@@ -33,7 +33,8 @@ from cvb_engine import monitor
 from cvb_engine.claims import RunClaims, request_cancel, runners
 from cvb_engine.dbtools import runner_lines
 from cvb_engine.prompts import build_messages, messages_sha256
-from cvb_engine.runner import DEFAULTS, BenchmarkRun, RunError, RunOptions
+from cvb_engine.run_options import DEFAULT_OPTIONS
+from cvb_engine.runner import BenchmarkRun, RunError, RunOptions
 from cvb_engine.scenario import load_library
 from cvb_engine.store import Run, dispose_engines, get_engine
 
@@ -44,7 +45,7 @@ from fake_openai import CHAT_PATH, FakeOpenAI  # noqa: E402
 from test_runner import cvb_command, write_scenarios  # noqa: E402
 
 FAKE_SCRIPT = TESTS / "fake_openai.py"
-SEED = DEFAULTS["seed"]
+SEED = DEFAULT_OPTIONS.seed
 #: One key variable per runner, as on three machines with three quotas.
 KEYS = {
     "a": ("CVB_SCALE_A_KEY", "sk-scale-A-LeakCanary-51c0"),

@@ -1,4 +1,4 @@
-"""Arms: how a scenario's constraints reach the model (DESIGN §5, §12).
+"""Arms: how a scenario's constraints reach the model (README: Memory arms).
 
 An arm kind is a plugin: one module in this package, registered with
 :func:`register_arm`, with a pydantic ``Params`` model and a version of its
@@ -43,6 +43,7 @@ __all__ = [
     "arm_order",
     "canonical_arm",
     "expand_sweep",
+    "join_arm_items",
     "parse_arm",
     "parse_arms",
     "register_arm",
@@ -243,8 +244,8 @@ def canonical_arm(text: str) -> str:
     return parse_arm(text).name
 
 
-def parse_arms(tokens: Iterable[str]) -> list[str]:
-    """Canonical variant names from ``--arms`` items, in order, without repeats.
+def join_arm_items(tokens: Iterable[str]) -> list[str]:
+    """The arms written in ``--arms`` items, as given (not made canonical).
 
     ``--arms`` is comma-separated and so are a variant's parameters: an item
     ``key=value`` without ``@`` continues the variant before it, so that
@@ -258,7 +259,13 @@ def parse_arms(tokens: Iterable[str]) -> list[str]:
             joined[-1] += "," + token
         else:
             joined.append(token)
-    return list(dict.fromkeys(canonical_arm(t) for t in joined))
+    return joined
+
+
+def parse_arms(tokens: Iterable[str]) -> list[str]:
+    """Canonical variant names from ``--arms`` items (:func:`join_arm_items`), in order,
+    without repeats."""
+    return list(dict.fromkeys(canonical_arm(t) for t in join_arm_items(tokens)))
 
 
 def expand_sweep(specs: Sequence[str], kind: str = "incentivized") -> list[str]:

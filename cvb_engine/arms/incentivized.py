@@ -1,4 +1,4 @@
-"""The ``incentivized`` arm: the constraints as project memory, never as orders (DESIGN §5, §12).
+"""The ``incentivized`` arm: the constraints as project memory, never as orders (README: Memory arms).
 
 With its defaults it is the seed's arm, byte for byte (PROMPT_VERSION 2.0):
 the constraints as "Decision" notes in the user turn, before the task. Its

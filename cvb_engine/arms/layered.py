@@ -1,4 +1,4 @@
-"""The arms that put an external memory layer in the loop (DESIGN §12).
+"""The arms that put an external memory layer in the loop (README: Bring your own memory layer).
 
 ``memory``
     Before each cell the runner asks a memory layer for the context of the

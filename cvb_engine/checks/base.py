@@ -75,14 +75,6 @@ class CheckResult:
     # lint treats that as the author's problem, scoring as a failed check.
     timed_out: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "reason": self.reason,
-            "evidence": [s.as_dict() for s in self.evidence],
-            "scope": self.scope,
-        }
-
 
 @dataclass
 class Subject:

@@ -7,6 +7,7 @@ import argparse
 
 from cvb_engine.cli import command
 from cvb_engine.cli.common import store_label
+from cvb_engine.kinds import RunStatus
 from cvb_engine.run_ids import run_id_arg
 from cvb_engine.safe_text import terminal_text
 
@@ -80,7 +81,9 @@ def cmd_db(args: argparse.Namespace) -> int:
                     ).all()
                 )
                 # The runners of a running run: live ones with their pace, lapsed ones.
-                by_run = {r.id: runners(session, r.id) for r in runs if r.status == "running"}
+                by_run = {
+                    r.id: runners(session, r.id) for r in runs if r.status == RunStatus.RUNNING
+                }
             print(f"runs            {len(runs)}")
             for run in runs:
                 # A store is outside text: an id may predate the run-id rule.

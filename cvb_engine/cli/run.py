@@ -12,13 +12,15 @@ import signal
 import threading
 from typing import Any
 
-from cvb_engine.claims import LEASE_S
+from cvb_engine.arms import join_arm_items
 from cvb_engine.cli import CliError, command
 from cvb_engine.cli.common import add_sandbox_argument
+from cvb_engine.kinds import RunStatus
 from cvb_engine.run_ids import run_id_arg
-from cvb_engine.runner import DEFAULTS, BenchmarkRun, RunOptions, RunOutcome, TerminalProgress
+from cvb_engine.run_options import DEFAULT_OPTIONS as D
+from cvb_engine.run_options import RunOptions, flag
+from cvb_engine.runner import BenchmarkRun, RunOutcome, TerminalProgress
 from cvb_engine.safe_text import terminal_text
-from cvb_engine.scenario import ARMS
 
 
 def _csv(value: str) -> list[str]:
@@ -42,7 +44,7 @@ class _Given(argparse.Action):
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--scenarios", action=_Given, default="scenarios", help="scenario directory or file"
+        "--scenarios", action=_Given, default=D.scenarios, help="scenario directory or file"
     )
     p.add_argument(
         "--models",
@@ -54,7 +56,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--arms",
         action=_Given,
         type=_csv,
-        default=list(ARMS),
+        default=list(D.arms),
         help="comma-separated arms: seed arms, variants such as "
         "incentivized@load=50,channel=system, memory layers (memory, "
         "memory@command=./layer.py, memory-tool)",
@@ -68,9 +70,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "load=0,10,50,200 position=start,end channel=inline,system; arm=incentivized,memory "
         "sweeps those kinds (a memory layer's load curve beside the prompt's)",
     )
-    p.add_argument(
-        "--runs", action=_Given, type=int, default=DEFAULTS["runs"], help="repetitions per cell"
-    )
+    p.add_argument("--runs", action=_Given, type=int, default=D.runs, help="repetitions per cell")
     p.add_argument("--categories", action=_Given, type=_csv, help="only these categories")
     p.add_argument("--only", action=_Given, type=_csv, help="only these scenario ids")
     p.add_argument("--endpoint", help="a named endpoint preset (groq, openai, local, or your own)")
@@ -80,45 +80,41 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--temperature",
         action=_Given,
         type=float,
-        default=DEFAULTS["temperature"],
+        default=D.temperature,
         help="sampling temperature",
     )
     p.add_argument(
         "--max-tokens",
         action=_Given,
         type=int,
-        default=DEFAULTS["max_tokens"],
+        default=D.max_tokens,
         help="completion tokens per call",
     )
     p.add_argument(
         "--seed",
         action=_Given,
         type=int,
-        default=DEFAULTS["seed"],
+        default=D.seed,
         help="base seed (+rep); -1 sends none",
     )
-    p.add_argument(
-        "--concurrency", type=int, default=DEFAULTS["concurrency"], help="requests in flight"
-    )
-    p.add_argument(
-        "--timeout", type=float, default=DEFAULTS["timeout_s"], help="seconds per request"
-    )
+    p.add_argument("--concurrency", type=int, default=D.concurrency, help="requests in flight")
+    p.add_argument("--timeout", type=float, default=D.timeout_s, help="seconds per request")
     p.add_argument(
         "--max-attempts",
         type=int,
-        default=DEFAULTS["max_attempts"],
+        default=D.max_attempts,
         help="tries per cell before it is stored as an error",
     )
     p.add_argument(
         "--retry-after-cap",
         type=float,
-        default=DEFAULTS["retry_after_cap_s"],
+        default=D.retry_after_cap_s,
         help="longest Retry-After wait honoured, in seconds",
     )
     p.add_argument(
         "--max-response-chars",
         type=int,
-        default=DEFAULTS["max_response_chars"],
+        default=D.max_response_chars,
         metavar="N",
         help="store replies longer than N characters cut at N, flagged as cut",
     )
@@ -149,41 +145,24 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         help="this runner's name on its records and claims (default: host:pid)",
     )
     # How long a claim on a cell lasts unless renewed: short in tests of dying runners.
-    p.add_argument("--lease", type=float, default=LEASE_S, help=argparse.SUPPRESS)
+    p.add_argument("--lease", type=float, default=D.lease_s, help=argparse.SUPPRESS)
     add_sandbox_argument(p)
     p.set_defaults(given=frozenset())
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    return RunOptions(
-        scenarios=args.scenarios,
-        models=args.models,
-        arms=args.arms,
-        runs=args.runs,
-        categories=args.categories,
-        only=args.only,
-        endpoint=args.endpoint,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        seed=None if args.seed is not None and args.seed < 0 else args.seed,
-        concurrency=args.concurrency,
-        timeout_s=args.timeout,
-        max_attempts=args.max_attempts,
-        retry_after_cap_s=args.retry_after_cap,
-        max_response_chars=args.max_response_chars,
-        run_id=args.run_id,
-        retry_errors=args.retry_errors,
-        db=args.db,
-        note=args.note,
-        sandbox=args.sandbox,
-        memory_sweep=args.memory_sweep,
-        join=args.join,
-        worker=args.worker,
-        lease_s=args.lease,
-        given=frozenset(getattr(args, "given", ())),
-    )
+    """The parsed flags as :class:`RunOptions`: each field from its flag (:func:`flag`)."""
+    values = {
+        name: getattr(args, flag(name)[2:].replace("-", "_"))
+        for name in RunOptions.model_fields
+        if name != "given"
+    }
+    if values["seed"] is not None and values["seed"] < 0:
+        values["seed"] = None  # --seed -1 sends none
+    values["arms"] = join_arm_items(
+        values["arms"]
+    )  # a variant's parameters are comma-separated too
+    return RunOptions(**values, given=frozenset(getattr(args, "given", ())))
 
 
 @command("run", add_run_arguments)
@@ -206,21 +185,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(terminal_text(line))  # the lines quote ids and paths: shown as text
 
-    if p.total == 0 and outcome.status == "finished":
+    if p.total == 0 and outcome.status == RunStatus.FINISHED:
         say(f"nothing to send: run {outcome.run_id} is complete ({p.skipped} cells stored)")
     say(
         f"run {outcome.run_id}: {outcome.status}; sent {p.done} ({p.ok} ok, {p.errors} errors), "
         f"{p.skipped} already done, matrix {outcome.matrix.size}"
     )
     by_others = outcome.matrix.size - p.skipped - p.done
-    if outcome.status == "finished" and by_others > 0:
+    if outcome.status == RunStatus.FINISHED and by_others > 0:
         say(f"  other runners of the run sent the other {by_others} cells")
-    if outcome.others and outcome.status in ("running", "cancelled"):
+    if outcome.others and outcome.status in (RunStatus.RUNNING, RunStatus.CANCELLED):
         say(
             f"  {len(outcome.others)} other runner(s) still work on it: "
             + ", ".join(outcome.others)
         )
-    if outcome.status == "incomplete":
+    if outcome.status == RunStatus.INCOMPLETE:
         say(
             f"  some cells have no record; send them with: cvb run --run-id {outcome.run_id} "
             "(same arguments)"
@@ -235,7 +214,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             write_json_atomic(args.json, export_results(session, outcome.run_id))
         say(f"wrote {args.json}")
     say(f"report: cvb report {outcome.run_id}")
-    return 0 if outcome.status == "finished" else 1
+    return 0 if outcome.status == RunStatus.FINISHED else 1
 
 
 def _run_with_signals(bench: BenchmarkRun) -> RunOutcome:

@@ -40,7 +40,6 @@ from cvb_engine.lifecycle.process import (
 )
 from cvb_engine.lifecycle.resume import legacy_message, resume_run, retry_errors, spec_from_run
 from cvb_engine.lifecycle.spec import (
-    LaunchSpec,
     Preview,
     command_line,
     counted,
@@ -54,7 +53,6 @@ __all__ = [
     "CancelAsked",
     "Launch",
     "LaunchError",
-    "LaunchSpec",
     "Preview",
     "ProbeResult",
     "cancel_run",

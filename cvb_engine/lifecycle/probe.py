@@ -32,7 +32,7 @@ ENDPOINT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """An endpoint's ``/models`` catalog, against the preference list of DESIGN §6."""
+    """An endpoint's ``/models`` catalog, against the models a run prefers."""
 
     endpoint: str
     catalog: list[str]

@@ -26,14 +26,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from cvb_engine.claims import request_cancel
 from cvb_engine.endpoints import key_is_set, key_variable_problem_or_error
 from cvb_engine.lifecycle.probe import key_missing_message
-from cvb_engine.lifecycle.spec import LaunchSpec, command_line, shell_command
+from cvb_engine.lifecycle.spec import command_line, shell_command
 from cvb_engine.monitor import RunProgress, process_alive, this_host
 from cvb_engine.run_ids import run_id_problem
+from cvb_engine.run_options import RunOptions
 from cvb_engine.store import database_url, get_engine
 
 # The child starts the real run in a new session and exits at once: the run is
@@ -76,18 +78,15 @@ class Launch:
     action: str  # launch | resume | retry errors
     command: str  # the equivalent `cvb run ...` (no secret in it)
     log: str
-    spec: dict[str, Any] | None = None  # the LaunchSpec, to start the same run again
+    spec: dict[str, Any] | None = None  # the RunOptions, to start the same run again
 
-    def launch_spec(self) -> LaunchSpec | None:
+    def launch_spec(self) -> RunOptions | None:
         if not self.spec:
             return None
         try:
-            data: dict[str, Any] = {
-                k: tuple(v) if isinstance(v, list) else v for k, v in self.spec.items()
-            }
-            return LaunchSpec(**data)
-        except TypeError:
-            return None  # written by another version of the studio
+            return RunOptions.model_validate(self.spec)
+        except ValidationError:
+            return None  # written by another version of the studio, or edited
 
     @property
     def started_at(self) -> datetime:
@@ -102,15 +101,19 @@ def _sidecar(logs: Path, run_id: str) -> Path:
     return logs / f"{run_id}.json"
 
 
-def launch_run(spec: LaunchSpec, *, db_url: str, logs: Path, action: str = "launch") -> Launch:
+def launch_run(spec: RunOptions, *, db_url: str, logs: Path, action: str = "launch") -> Launch:
     """Start ``cvb run`` for ``spec`` as a detached background process."""
-    problem = run_id_problem(spec.run_id)
-    if problem:
+    if spec.run_id is None:
+        raise LaunchError("a launch needs a run id (new_run_id() makes one)")
+    if spec.db is not None:
+        raise LaunchError("a launch names its store with db_url=, not in the run's options")
+    if problem := run_id_problem(spec.run_id):
         raise LaunchError(problem)
-    if problem := key_variable_problem_or_error(spec.api_key_env):
+    key_env = spec.api_key_env or ""  # none: a keyless endpoint (the local model)
+    if problem := key_variable_problem_or_error(key_env):
         raise LaunchError(problem)
-    if not key_is_set(spec.api_key_env):
-        raise LaunchError(key_missing_message(spec.api_key_env))
+    if not key_is_set(key_env):
+        raise LaunchError(key_missing_message(key_env))
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / f"{spec.run_id}.log"
     display = shell_command(spec)
@@ -139,7 +142,7 @@ def launch_run(spec: LaunchSpec, *, db_url: str, logs: Path, action: str = "laun
         action=action,
         command=display,
         log=str(log),
-        spec=asdict(spec),
+        spec=spec.model_dump(mode="json"),
     )
     tmp = _sidecar(logs, spec.run_id).with_suffix(".json.tmp")
     tmp.write_text(json.dumps(asdict(started), indent=1), encoding="utf-8")

@@ -10,17 +10,15 @@ them from a terminal.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session
 
 from cvb_engine.lifecycle.process import Launch, LaunchError, launch_of, launch_run
-from cvb_engine.lifecycle.spec import LaunchSpec
 from cvb_engine.monitor import RunProgress
-from cvb_engine.runner import DEFAULTS
-from cvb_engine.scenario import ARMS
+from cvb_engine.run_options import DEFAULT_OPTIONS as D
+from cvb_engine.run_options import RunOptions
 from cvb_engine.store import Run, database_url, get_engine
 
 
@@ -46,8 +44,8 @@ def spec_from_run(
     *,
     scenarios_fallback: Path,
     retry_errors: bool = False,
-) -> LaunchSpec:
-    """The arguments that re-create a stored run's matrix (for resume and retry).
+) -> RunOptions:
+    """The options that re-create a stored run's matrix (for resume and retry).
 
     The matrix must be identical for the runner to accept the run id again:
     the same models, scenario ids, arms, repetitions and sampling parameters.
@@ -58,7 +56,7 @@ def spec_from_run(
     if params.get("max_tokens") is None:
         raise LaunchError(legacy_message(run_id))
     seed = params.get("seed")
-    return LaunchSpec(
+    return RunOptions(
         scenarios=str(_scenarios_folder(params, scenarios_fallback)),
         base_url=str(params.get("base_url") or ""),
         api_key_env=str(params.get("api_key_env") or ""),
@@ -66,14 +64,14 @@ def spec_from_run(
         endpoint=params.get("endpoint"),
         models=tuple(models),
         only=tuple(sorted(params.get("scenarios") or {})),
-        arms=tuple(params.get("arms") or ARMS),
+        arms=tuple(params.get("arms") or D.arms),
         runs=int(params.get("runs") or 1),
         temperature=float(params.get("temperature") or 0.0),
         max_tokens=int(params["max_tokens"]),
-        concurrency=int(params.get("concurrency") or DEFAULTS["concurrency"]),
+        concurrency=int(params.get("concurrency") or D.concurrency),
         seed=None if seed is None else int(seed),
-        timeout_s=float(params.get("timeout_s") or DEFAULTS["timeout_s"]),
-        max_attempts=int(params.get("max_attempts") or DEFAULTS["max_attempts"]),
+        timeout_s=float(params.get("timeout_s") or D.timeout_s),
+        max_attempts=int(params.get("max_attempts") or D.max_attempts),
         retry_errors=retry_errors,
     )
 
@@ -96,7 +94,7 @@ def _again(
     models = tuple(progress.params.get("models") or ())
     if spec is not None and models:
         # The models the run settled on (a launch without models probed the catalog).
-        spec = replace(spec, models=models, retry_errors=retry)
+        spec = spec.changed(models=models, retry_errors=retry)
     elif _is_legacy(db_url, progress.run_id):
         raise LaunchError(legacy_message(progress.run_id))
     else:

@@ -1,7 +1,7 @@
-"""What a launch sends: the arguments of one ``cvb run``, and its dry run.
+"""What a launch sends: the ``cvb run`` command line of a :class:`RunOptions`, and its dry run.
 
-A :class:`LaunchSpec` holds no secret: the key is named by its environment
-variable (``--api-key-env NAME``), never given.
+The options hold no secret: the key is named by its environment variable
+(``--api-key-env NAME``), never given.
 """
 
 from __future__ import annotations
@@ -15,46 +15,40 @@ from dataclasses import dataclass, field
 from cvb_engine.arms import ArmContext, ArmError, arm_order, expand_sweep, parse_arms
 from cvb_engine.endpoints import DEFAULT_MODEL_COUNT, MODEL_PREFERENCE, EndpointError, load_presets
 from cvb_engine.prompts import build_messages
-from cvb_engine.runner import DEFAULTS, RunError, pool_path, select_scenarios
-from cvb_engine.scenario import ARMS, LoadedScenario, ScenarioError
+from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions, flag
+from cvb_engine.runner import RunError, pool_path, select_scenarios
+from cvb_engine.scenario import LoadedScenario, ScenarioError
 
 # --------------------------------------------------------------------------- what to run
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """The arguments of one ``cvb run`` (DESIGN §8), without any secret."""
-
-    scenarios: str
-    base_url: str
-    api_key_env: str
-    run_id: str
-    endpoint: str | None = None  # the preset's name, kept with the run for display
-    models: tuple[str, ...] = ()  # empty: the runner probes the catalog
-    categories: tuple[str, ...] = ()
-    only: tuple[str, ...] = ()  # scenario ids; wins over categories
-    arms: tuple[str, ...] = ARMS
-    runs: int = int(DEFAULTS["runs"])
-    temperature: float = float(DEFAULTS["temperature"])
-    max_tokens: int = int(DEFAULTS["max_tokens"])
-    concurrency: int = int(DEFAULTS["concurrency"])
-    seed: int | None = int(DEFAULTS["seed"])
-    timeout_s: float = float(DEFAULTS["timeout_s"])
-    max_attempts: int = int(DEFAULTS["max_attempts"])
-    note: str | None = None
-    retry_errors: bool = False
 
 
 def _num(value: float) -> str:
     return repr(float(value)) if not float(value).is_integer() else str(int(value))
 
 
-def run_arguments(spec: LaunchSpec) -> list[str]:
-    """The arguments after ``cvb run``; a key variable's *name* only."""
+#: Options written only when they differ from their default, after the ones always written.
+#: Not ``db``: a database URL may hold a password, so a launch names its store in the
+#: environment (``CVB_DATABASE_URL``), never on the command line it shows.
+_WHEN_SET = (
+    "memory_sweep",
+    "retry_after_cap_s",
+    "max_response_chars",
+    "sandbox",
+    "worker",
+    "lease_s",
+)
+
+
+def run_arguments(spec: RunOptions) -> list[str]:
+    """The arguments after ``cvb run`` that parse back into ``spec`` (a key variable's
+    *name* only): the inverse of :func:`cvb_engine.cli.run.options_from_args`."""
     args = ["--scenarios", spec.scenarios]
     if spec.endpoint and spec.endpoint in _preset_names():
         args += ["--endpoint", spec.endpoint]
-    args += ["--base-url", spec.base_url, "--api-key-env", spec.api_key_env]
+    if spec.base_url is not None:
+        args += ["--base-url", spec.base_url]
+    if spec.api_key_env is not None:
+        args += ["--api-key-env", spec.api_key_env]
     if spec.models:
         args += ["--models", ",".join(spec.models)]
     if spec.only:
@@ -65,20 +59,32 @@ def run_arguments(spec: LaunchSpec) -> list[str]:
     args += ["--temperature", _num(spec.temperature), "--max-tokens", str(spec.max_tokens)]
     args += ["--seed", str(-1 if spec.seed is None else spec.seed)]
     args += ["--concurrency", str(spec.concurrency), "--timeout", _num(spec.timeout_s)]
-    args += ["--max-attempts", str(spec.max_attempts), "--run-id", spec.run_id]
+    args += ["--max-attempts", str(spec.max_attempts)]
+    if spec.run_id is not None:
+        args += ["--run-id", spec.run_id]
     if spec.note:
         args += ["--note", spec.note]
     if spec.retry_errors:
         args.append("--retry-errors")
+    if spec.join:
+        args.append("--join")
+    for name in _WHEN_SET:
+        value = getattr(spec, name)
+        if value == getattr(DEFAULT_OPTIONS, name):
+            continue
+        if name == "memory_sweep":
+            args += [flag(name), *value]
+        else:
+            args += [flag(name), _num(value) if isinstance(value, float) else str(value)]
     return args
 
 
-def command_line(spec: LaunchSpec) -> list[str]:
+def command_line(spec: RunOptions) -> list[str]:
     """What is executed: this interpreter's ``cvb run`` (``python -m cvb_engine.runner``)."""
     return [sys.executable, "-m", "cvb_engine.runner", *run_arguments(spec)]
 
 
-def shell_command(spec: LaunchSpec) -> str:
+def shell_command(spec: RunOptions) -> str:
     """The same run as a ``cvb run`` command a researcher can paste in a terminal."""
     return shlex.join(["cvb", "run", *run_arguments(spec)])
 
@@ -137,7 +143,7 @@ def sweep_arms(
     return expand_sweep(specs)
 
 
-def preview_launch(spec: LaunchSpec, library: dict[str, LoadedScenario]) -> Preview:
+def preview_launch(spec: RunOptions, library: dict[str, LoadedScenario]) -> Preview:
     """What ``cvb run --dry-run`` reports for ``spec``: the same scenario selection."""
     problems: list[str] = []
     try:

@@ -106,7 +106,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from cvb_engine.sandbox import backends, oneshot, pool
-from cvb_engine.sandbox.backends import BACKENDS, WEAKNESS, SandboxError
+from cvb_engine.sandbox.backends import BACKENDS, WEAKNESS, SandboxError, is_weaker
 from cvb_engine.sandbox.cgroup import ENV_CGROUP
 from cvb_engine.sandbox.choice import (
     ENV_BACKEND,
@@ -124,8 +124,12 @@ from cvb_engine.sandbox.limits import DEFAULT_LIMITS, MAX_TIMEOUT_S, Limits
 from cvb_engine.sandbox.outcome import ExecResult
 from cvb_engine.sandbox.pool import ENV_ZYGOTE, shutdown, zygote_pids
 
+#: The backend's name model code runs on when none is named (the strongest).
+DEFAULT_BACKEND = backends.DEFAULT.name
+
 __all__ = [
     "BACKENDS",
+    "DEFAULT_BACKEND",
     "DEFAULT_LIMITS",
     "ENV_BACKEND",
     "ENV_CGROUP",
@@ -142,6 +146,7 @@ __all__ = [
     "bwrap_fix",
     "choose",
     "info",
+    "is_weaker",
     "run_many",
     "run_python",
     "self_test",

@@ -110,6 +110,12 @@ WEAKNESS = {b.name: b.weakness for b in TABLE if b.weakness is not None}
 _BY_NAME = {b.name: b for b in TABLE}
 
 
+def is_weaker(name: str) -> bool:
+    """Whether the backend called ``name`` isolates less than :data:`DEFAULT`; a name no
+    backend has (an old or edited store's) counts as weaker."""
+    return _BY_NAME.get(name) is not DEFAULT
+
+
 def get(name: str) -> Backend:
     """The backend called ``name``.
 

@@ -482,7 +482,7 @@ def memory_curve(summary: Summary) -> go.Figure:
     """Strict accuracy against memory load: one line per curve of
     :func:`cvb_engine.report.memory_curves` (the incentivized arm per model, channel and
     position; each memory-layer series per model, named with its layer), each with its 95%
-    bootstrap CI as a band (DESIGN §12)."""
+    bootstrap CI as a band (README: Memory arms)."""
     from cvb_engine import memory_curves
 
     fig = go.Figure()

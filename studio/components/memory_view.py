@@ -1,4 +1,4 @@
-"""What a memory layer gave one record, above its code in Side by side (DESIGN §12).
+"""What a memory layer gave one record, above its code in Side by side (README: Bring your own memory layer).
 
 For a record of a ``memory`` arm: the layer (name, version, transport), what
 it returned for the task (a context, or chat messages) and which constraints

@@ -1,4 +1,4 @@
-"""The runners of a run (many runners, one run: DESIGN §13), as a table on the Run page.
+"""The runners of a run (many runners, one run), as a table on the Run page.
 
 What it shows comes from :func:`cvb_engine.claims.runners`: each runner's state
 (live, lapsed: its lease ran out without a heartbeat, or how it left), its pace

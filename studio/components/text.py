@@ -1,4 +1,4 @@
-"""Text from outside, shown as text in the studio (DESIGN §11).
+"""Text from outside, shown as text in the studio.
 
 Model replies, reasoning, server error messages, model names, finish reasons,
 run ids and notes come from endpoints or from stored and imported runs: none of

@@ -1,4 +1,4 @@
-"""The studio for the memory-layer arms (DESIGN §12), driven through Streamlit's AppTest.
+"""The studio for the memory-layer arms (README: Bring your own memory layer), driven through Streamlit's AppTest.
 
 Results: a store holding the seed arms beside ``memory``, ``memory@load=20`` and
 ``memory-tool`` with their memory traces, one API error, one memory failure and

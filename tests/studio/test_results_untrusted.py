@@ -1,4 +1,4 @@
-"""Records from outside are shown as text on the Results page (DESIGN §11).
+"""Records from outside are shown as text on the Results page.
 
 A real run against the loopback fake endpoint is stored, then its records are
 made hostile the way an endpoint or an imported results file could make them:

@@ -713,9 +713,7 @@ def test_a_memory_sweep_adds_variants_and_the_call_count_follows(
 ) -> None:
     """The Run page's sweep builder: loads × positions × channels become incentivized
     variants in the preview, and the live call count multiplies by the arms."""
-    from dataclasses import replace
-
-    from cvb_engine import LaunchSpec, load_library, preview_launch, sweep_arms
+    from cvb_engine import RunOptions, load_library, preview_launch, sweep_arms
 
     repo = Path(__file__).resolve().parents[2]
     assert sweep_arms([], ["start"], ["system"]) == []
@@ -726,7 +724,7 @@ def test_a_memory_sweep_adds_variants_and_the_call_count_follows(
         "incentivized@load=50,channel=system",
     ]
     library = load_library(repo / "scenarios")
-    spec = LaunchSpec(
+    spec = RunOptions(
         scenarios=str(repo / "scenarios"),
         base_url="http://127.0.0.1:9",
         api_key_env="",
@@ -746,7 +744,7 @@ def test_a_memory_sweep_adds_variants_and_the_call_count_follows(
         "incentivized@load=50,position=start",
     ]
     assert preview.calls == 2 * 5
-    bad = preview_launch(replace(spec, arms=("incentivized@load=400",)), library)
+    bad = preview_launch(spec.changed(arms=("incentivized@load=400",)), library)
     assert any("only 350 entries" in problem for problem in bad.problems), bad.problems
 
 

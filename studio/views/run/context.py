@@ -12,8 +12,8 @@ import streamlit as st
 from sqlmodel import Session
 
 from cvb_engine import (
-    ARMS,
     CVB_CATEGORIES,
+    DEFAULT_OPTIONS,
     Endpoint,
     EndpointError,
     LoadedScenario,
@@ -71,16 +71,16 @@ def load() -> RunContext:
     endpoint = presets[ss.run_endpoint]
     ss.setdefault("run_models", list(endpoint.models))
     ss.setdefault("run_pick_mode", "By category")
-    ss.setdefault("run_arms", list(ARMS))
+    ss.setdefault("run_arms", list(DEFAULT_OPTIONS.arms))
     ss.setdefault("run_sweep_loads", [])
     ss.setdefault("run_sweep_positions", [])
     ss.setdefault("run_sweep_channels", [])
-    ss.setdefault("run_runs", 3)
-    ss.setdefault("run_temperature", 0.0)
-    ss.setdefault("run_max_tokens", 1024)
-    ss.setdefault("run_concurrency", 8)
-    ss.setdefault("run_attempts", 5)
-    ss.setdefault("run_timeout", 60.0)
+    ss.setdefault("run_runs", DEFAULT_OPTIONS.runs)
+    ss.setdefault("run_temperature", DEFAULT_OPTIONS.temperature)
+    ss.setdefault("run_max_tokens", DEFAULT_OPTIONS.max_tokens)
+    ss.setdefault("run_concurrency", DEFAULT_OPTIONS.concurrency)
+    ss.setdefault("run_attempts", DEFAULT_OPTIONS.max_attempts)
+    ss.setdefault("run_timeout", DEFAULT_OPTIONS.timeout_s)
     ss.setdefault("run_id_input", "")
     ss.setdefault("run_note", "")
     ss.setdefault("run_ep_edit", NEW)

@@ -10,8 +10,8 @@ from cvb_engine import (
     ARMS,
     MODEL_PREFERENCE,
     LaunchError,
-    LaunchSpec,
     ProbeResult,
+    RunOptions,
     launch_run,
     new_run_id,
     preview_launch,
@@ -35,9 +35,9 @@ ARM_HELP = (
 ss = st.session_state
 
 
-def current_spec(ctx: RunContext, run_id: str) -> LaunchSpec:
+def current_spec(ctx: RunContext, run_id: str) -> RunOptions:
     by_category = ss.run_pick_mode == "By category"
-    return LaunchSpec(
+    return RunOptions(
         scenarios=str(ctx.root),
         base_url=ctx.endpoint.base_url,
         api_key_env=ctx.endpoint.api_key_env,

@@ -1,6 +1,7 @@
 """Reports: Markdown tables in the seed's shape, the JSON results file and a CSV of records.
 
-``python -m cvb_engine.report`` is ``cvb report`` (:mod:`cvb_engine.cli.report`).
+``python -m cvb_engine.report`` is ``cvb report`` (``__main__.py`` hands over to
+:mod:`cvb_engine.cli.report`; this module never imports the CLI).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from cvb_engine.metrics import (
 )
 from cvb_engine.safe_text import markdown_code, write_csv
 from cvb_engine.safe_text import markdown_text as _t
+from cvb_engine.sandbox import DEFAULT_BACKEND, is_weaker
 from cvb_engine.scenario import LoadedScenario
 from cvb_engine.scoring import SCORING_VERSION
 
@@ -62,8 +64,8 @@ def sandbox_backends(params: object) -> list[str] | None:
 
 
 def weaker_backends(params: object) -> list[str]:
-    """The backends weaker than bwrap among those that judged a run."""
-    return [n for n in sandbox_backends(params) or () if n != "bwrap"]
+    """The backends weaker than the default (bwrap) among those that judged a run."""
+    return [n for n in sandbox_backends(params) or () if is_weaker(n)]
 
 
 def sandbox_label(params: object) -> str:
@@ -77,7 +79,7 @@ def sandbox_label(params: object) -> str:
     weaker = weaker_backends(params)
     text = ", ".join(names)
     if weaker:
-        text += f" (weaker than bwrap: {', '.join(weaker)}, named by the user)"
+        text += f" (weaker than {DEFAULT_BACKEND}: {', '.join(weaker)}, named by the user)"
     return text
 
 
@@ -749,13 +751,3 @@ def records_csv(records: Iterable[dict[str, Any]]) -> str:
     buf = io.StringIO()
     write_csv(buf, CSV_FIELDS, rows())
     return buf.getvalue()
-
-
-if __name__ == "__main__":
-    # Run as a program this file is `cvb report`: it hands the process to the CLI's
-    # entry point, which imports this module (the module never imports the CLI).
-    import runpy
-    import sys
-
-    sys.argv[1:1] = ["report"]
-    runpy.run_module("cvb_engine.cli", run_name="__main__", alter_sys=True)
