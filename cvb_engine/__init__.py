@@ -40,6 +40,8 @@ if TYPE_CHECKING:
         normalise_allowed,
         parse_host_header,
     )
+    from cvb_engine.library import author_root, is_installed_library, user_home
+    from cvb_engine.library import scenarios_root as library_root
     from cvb_engine.lifecycle import (
         CancelAsked,
         Launch,
@@ -160,6 +162,10 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown``).
 _WHERE: dict[str, str] = {
+    "library_root": "cvb_engine.library:scenarios_root",
+    "author_root": "cvb_engine.library",
+    "is_installed_library": "cvb_engine.library",
+    "user_home": "cvb_engine.library",
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report_html",
@@ -416,6 +422,7 @@ __all__ = [
     "arm_kind",
     "arm_order",
     "arm_title",
+    "author_root",
     "build_messages",
     "cancel_run",
     "canonical_arm",
@@ -445,6 +452,7 @@ __all__ = [
     "host_allowed",
     "html_report",
     "imperative_words",
+    "is_installed_library",
     "is_local_endpoint",
     "ivr_markdown",
     "ivr_results",
@@ -457,6 +465,7 @@ __all__ = [
     "layer_kind",
     "layer_spec",
     "layer_state_root",
+    "library_root",
     "lint_paths",
     "lint_text",
     "list_progress",
@@ -510,4 +519,5 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "user_home",
 ]

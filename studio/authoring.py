@@ -46,12 +46,14 @@ from cvb_engine import (
     Scored,
     build_messages,
     has_errors,
+    is_installed_library,
     lint_paths,
     lint_text,
     load_text,
     registry,
     scenario_files,
     score_code,
+    user_home,
 )
 
 MAX_ID_LENGTH = 80
@@ -72,10 +74,14 @@ class PathRefused(ValueError):
 
 
 def drafts_root(scenarios: Path) -> Path:
-    """Where drafts go: ``$CVB_DRAFTS``, else ``data/drafts`` beside the scenario folder."""
+    """Where drafts go: ``$CVB_DRAFTS``, else ``data/drafts`` beside a checkout's or a
+    team's scenario folder, else ``drafts/`` in the user folder: never inside the
+    installed package."""
     configured = os.environ.get(DRAFTS_ENV)
     if configured:
         return Path(configured).resolve()
+    if is_installed_library(scenarios):
+        return (user_home() / "drafts").resolve()
     return (scenarios.resolve().parent / "data" / "drafts").resolve()
 
 

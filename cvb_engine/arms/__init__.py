@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from cvb_engine.kinds import SeedArm
+from cvb_engine.library import shipped_pool
 from cvb_engine.scenario import Scenario
 
 __all__ = [
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 #: The shipped project-memory pool that memory variants draw distractors from.
-DEFAULT_POOL = Path(__file__).resolve().parent.parent.parent / "scenarios" / "memory" / "pool.yaml"
+DEFAULT_POOL = shipped_pool()
 
 Message = dict[str, str]
 

@@ -21,18 +21,19 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", metavar="F", help="write a self-contained HTML report to F")
     p.add_argument(
         "--scenarios",
-        default="scenarios",
         help="scenario library whose constraints' stated limitations the report lists "
-        "(default: scenarios)",
+        "(default: $CVB_SCENARIOS, else the shipped library)",
     )
 
 
-def _limitations(path: str, scenario_ids: list[str]) -> tuple[tuple[str, str, str], ...]:
+def _limitations(path: str | None, scenario_ids: list[str]) -> tuple[tuple[str, str, str], ...]:
     """The stated limitations of the run's constraints; none when the library does not load
     (a report never fails for want of its notes)."""
+    from cvb_engine.library import scenarios_root
     from cvb_engine.report import limitations_of
     from cvb_engine.scenario import ScenarioError, load_library
 
+    path = str(scenarios_root(path))
     if not Path(path).is_dir():
         return ()
     try:

@@ -1,0 +1,33 @@
+"""Drafts and saves of the Author page land in the user folder when the library is installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cvb_engine import library
+from studio import authoring
+
+
+def test_drafts_of_an_installed_library_go_to_the_user_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site-packages" / "cvb_engine" / "scenarios"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(library, "shipped_root", lambda: site)
+    monkeypatch.delenv(authoring.DRAFTS_ENV, raising=False)
+    monkeypatch.setenv("CVB_HOME", str(tmp_path / "home"))
+    assert authoring.drafts_root(site) == (tmp_path / "home" / "drafts").resolve()
+    team = tmp_path / "team" / "scenarios"
+    assert authoring.drafts_root(team) == (tmp_path / "team" / "data" / "drafts").resolve()
+
+
+def test_first_save_creates_the_user_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "home" / "scenarios"
+    shipped = library.shipped_root()
+    text = next((shipped / "security").glob("*.yaml")).read_text(encoding="utf-8")
+    outcome = authoring.save_to_library(text, root, [], {})
+    assert outcome.status == "saved", outcome.message
+    assert outcome.path is not None and outcome.path.is_file()
+    assert outcome.path.parent == root / "security"
