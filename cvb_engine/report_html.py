@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
+from cvb_engine.cost import COST_HEADER, COST_NOTE, CostRow, cost_table
 from cvb_engine.kinds import SeedArm
 from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary
 from cvb_engine.queries import PublishedCVB, Reference, load_reference
@@ -626,6 +627,7 @@ def html_report(
     reference: Reference | Literal["shipped"] | None = "shipped",
     generated: datetime | None = None,
     notes: ReportNotes | None = None,
+    costs: Sequence[CostRow] | None = None,
 ) -> str:
     """The whole report as one HTML document (UTF-8 text; no script, no external resource).
 
@@ -641,6 +643,8 @@ def html_report(
         generated: the time stamp printed in the footer (default: now, UTC).
         notes: the scoring rules that judged the records (a banner when older
             than this cvb's) and the checks' stated limitations.
+        costs: the run's cost per model and arm (:func:`cvb_engine.cost.run_costs`);
+            the section is written only when given.
     """
     ref = load_reference() if reference == "shipped" else reference
     assert not isinstance(ref, str)
@@ -726,6 +730,12 @@ def html_report(
             _category_tables(summary),
         ]
     parts.append(_memory_section(summary))
+    if costs:
+        parts += [
+            "<h2>Cost</h2>",
+            f'<p class="muted">{_e(COST_NOTE)}</p>',
+            _plain_table(COST_HEADER, cost_table(costs)),
+        ]
     if ivr_results:
         parts.append(_ivr_section(ivr_results, ref))
     if ref is not None:

@@ -82,6 +82,10 @@ class RunOptions(BaseModel):
     memory_sweep: tuple[str, ...] = ()
     # --join: take part in the existing run --run-id, its matrix read from the store
     join: bool = False
+    # USD per million tokens for every model of the run (--price-in/--price-out, both or
+    # neither); None: the configured prices (cvb_engine.cost), else unknown
+    price_in: float | None = None
+    price_out: float | None = None
     # the runner's name on its records and claims (--worker); None: host:pid
     worker: str | None = None
     # seconds a claim on a cell lasts unless renewed (--lease, hidden: for tests)

@@ -68,6 +68,15 @@ from cvb_engine.arms import (
     parse_arms,
 )
 from cvb_engine.claims import CellFeed, ClaimError, RunClaims, runners, worker_name
+from cvb_engine.cost import (
+    Price,
+    TokenEstimate,
+    estimate_tokens,
+    format_cost,
+    price_table,
+    prices_for,
+    prices_param,
+)
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
     MODEL_PREFERENCE,
@@ -693,6 +702,15 @@ class BenchmarkRun:
             raise RunError(f"memory pool {self.arm_context.pool_path}: {exc}") from None
         return digest
 
+    def prices(self, models: list[str]) -> dict[str, Price | None]:
+        """Each model's price (None: unknown): --price-in/out, else the configured table."""
+        return prices_for(
+            models,
+            price_in=self.o.price_in,
+            price_out=self.o.price_out,
+            table=price_table(self.endpoint.name),
+        )
+
     def dry_models(self) -> tuple[list[str], str]:
         if self.o.models:
             return list(self.o.models), "given"
@@ -738,6 +756,8 @@ class BenchmarkRun:
                 "max_attempts": self.o.max_attempts,
                 "max_response_chars": self.o.max_response_chars,
                 "scenarios_path": str(self.o.scenarios),
+                # what the run's tokens cost, as configured when it started (cvb_engine.cost)
+                "prices": prices_param(self.prices(matrix.models)),
                 # provenance, not the matrix: the version of each arm kind that built messages
                 "arm_versions": {v.kind.name: v.kind.version for v in map(parse_arm, matrix.arms)},
             }
@@ -1165,6 +1185,8 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
         f"matrix     {len(matrix.scenarios)} scenarios × {len(matrix.arms)} arms × {matrix.runs} runs × "
         f"{len(models)} models = {matrix.size} calls\n"
     )
+    for line in _estimate_lines(run, matrix, models):
+        shown.write(line + "\n")
     if run.o.run_id:
         engine = get_engine(run.o.db)
         with Session(engine) as session:
@@ -1180,6 +1202,53 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
                 )
     shown.write("dry run: nothing was sent\n")
     return 0
+
+
+def _estimate_lines(run: BenchmarkRun, matrix: Matrix, models: list[str]) -> list[str]:
+    """The dry run's token estimate per arm and cost estimate per model (cvb_engine.cost)."""
+    chars: dict[str, list[int]] = {}
+    unbuilt: list[str] = []
+    for arm in matrix.arms:
+        if parse_arm(arm).live:  # its context comes from a memory layer: not reached here
+            unbuilt.append(arm)
+            continue
+        chars[arm] = [
+            sum(len(m["content"]) for m in build_messages(item.scenario, arm, run.arm_context))
+            for item in run.library.values()
+        ]
+    per_arm = estimate_tokens(
+        chars, runs=matrix.runs, models=len(models), max_tokens=matrix.max_tokens
+    )
+    lines = [
+        f"tokens     {e.arm}: ~{e.prompt_tokens:,} prompt (characters / 4), at most "
+        f"{e.completion_tokens_max:,} completion ({e.calls} calls)"
+        for e in per_arm
+    ]
+    lines += [f"tokens     {arm}: unknown (a memory layer builds its context)" for arm in unbuilt]
+    prices = run.prices(models)
+    for model in models:
+        price = prices[model]
+        if price is None:
+            lines.append(f"cost       {model}: unknown (no price; --price-in/--price-out)")
+            continue
+        share = [
+            TokenEstimate(
+                e.arm,
+                e.calls // len(models),
+                e.prompt_tokens // len(models),
+                e.completion_tokens_max // len(models),
+            )
+            for e in per_arm
+        ]
+        most = sum(e.cost_max(price) or 0.0 for e in share)
+        prompt_only = sum(price.of(e.prompt_tokens, 0) for e in share)
+        suffix = ", arms with a memory layer not included" if unbuilt else ""
+        lines.append(
+            f"cost       {model}: at most {format_cost(most)} (prompts ~{format_cost(prompt_only)}; "
+            f"{price.input_per_m:g} / {price.output_per_m:g} USD per million tokens, "
+            f"{price.source}{suffix})"
+        )
+    return lines
 
 
 def _key_line(api_key_env: str) -> str:

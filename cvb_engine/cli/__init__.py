@@ -84,6 +84,7 @@ class CliError(Exception):
 #: module never imported raised none, so :func:`main` imports none to look), and what
 #: comes before its message. Shown as ``cvb: message``, exit status 2.
 ERRORS: tuple[tuple[str, str, str], ...] = (
+    ("cvb_engine.cost", "PriceError", ""),
     ("cvb_engine.endpoints", "EndpointError", ""),
     ("cvb_engine.ivr", "HumanEvalMissing", ""),
     ("cvb_engine.local", "LocalModelError", ""),

@@ -20,6 +20,16 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", metavar="F", help="write one CSV row per record to F")
     p.add_argument("--html", metavar="F", help="write a self-contained HTML report to F")
     p.add_argument(
+        "--price-in",
+        type=float,
+        metavar="USD",
+        help="USD per million prompt tokens for every model (with --price-out; default: the "
+        "prices stored with the run, else the configured ones, else unknown)",
+    )
+    p.add_argument(
+        "--price-out", type=float, metavar="USD", help="USD per million completion tokens"
+    )
+    p.add_argument(
         "--scenarios",
         help="scenario library whose constraints' stated limitations the report lists "
         "(default: $CVB_SCENARIOS, else the shipped library)",
@@ -45,6 +55,7 @@ def _limitations(path: str | None, scenario_ids: list[str]) -> tuple[tuple[str, 
 @command("report", _report_args)
 def cmd_report(args: argparse.Namespace) -> int:
     """Report a stored run or a results file: Markdown, JSON, CSV, HTML."""
+    from cvb_engine.cost import cost_markdown, run_costs
     from cvb_engine.metrics import ivr, summarize_rows
     from cvb_engine.report import ReportNotes, ivr_markdown, markdown, records_csv, sandbox_label
     from cvb_engine.results import (
@@ -90,7 +101,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             ivr_results = ivr(db_ivr_rows(session, [run_id]))
             versions = scoring_versions(session, [run_id])
             scenario_ids = run_scenario_ids(session, [run_id])
-            data = export_results(session, run_id) if (args.json or args.csv) else {}
+            # the records: the cost table and the exports read them
+            data = export_results(session, run_id)
     meta = {"run": run_id, "prompt version": data.get("prompt_version", "–") if data else "–"}
     if not data:
         meta.pop("prompt version")
@@ -99,6 +111,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     text = markdown(summary, title=f"CVB results: {run_id}", meta=meta, notes=notes)
     if ivr_results:
         text += "\n" + ivr_markdown(ivr_results)
+    costs = run_costs(data, price_in=args.price_in, price_out=args.price_out)
+    if costs:
+        text += "\n\n" + cost_markdown(costs)
     if args.markdown:
         write_text_atomic(args.markdown, text + "\n")
     if args.json:
@@ -116,6 +131,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 meta=meta,
                 ivr_results=ivr_results,
                 notes=notes,
+                costs=costs,
             ),
         )
     outputs = (
