@@ -23,7 +23,9 @@ def test_drafts_of_an_installed_library_go_to_the_user_folder(
     assert authoring.drafts_root(team) == (tmp_path / "team" / "data" / "drafts").resolve()
 
 
-def test_first_save_creates_the_user_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_first_save_creates_the_user_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "home" / "scenarios"
     shipped = library.shipped_root()
     text = next((shipped / "security").glob("*.yaml")).read_text(encoding="utf-8")
