@@ -79,9 +79,7 @@ def _explanation(entry: Mapping[str, Any]) -> str:
     lines = []
     for c in entry.get("checks") or []:
         mark = "passed" if c.get("passed") else "FAILED"
-        lines.append(
-            f"{c.get('kind', '?')} {c.get('id') or ''}: {mark}: {c.get('reason', '')}"
-        )
+        lines.append(f"{c.get('kind', '?')} {c.get('id') or ''}: {mark}: {c.get('reason', '')}")
     return "\n".join(lines) or "no check ran"
 
 
