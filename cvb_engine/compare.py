@@ -29,6 +29,10 @@ from cvb_engine.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_boots
 from cvb_engine.safe_text import markdown_text
 
 __all__ = [
+    "COMPARISON_HEADER",
+    "COMPARISON_NOTE",
+    "FLAKINESS_HEADER",
+    "FLAKINESS_NOTE",
     "Flakiness",
     "Pair",
     "PairedComparison",
@@ -37,8 +41,11 @@ __all__ = [
     "compare_groups",
     "compare_pairs",
     "comparison_markdown",
+    "comparison_table",
     "flakiness",
     "flakiness_markdown",
+    "flakiness_table",
+    "flips_table",
     "mcnemar_exact",
     "pair_models",
     "pair_runs",
@@ -258,35 +265,99 @@ def _p(value: float) -> str:
     return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
+#: The columns of :func:`comparison_table`.
+COMPARISON_HEADER = (
+    "group",
+    "shared cells",
+    "scenarios",
+    "A",
+    "B",
+    "Δ (B − A)",
+    "95% CI",
+    "lost",
+    "gained",
+    "p",
+)
+#: What the comparison's figures mean, for every renderer.
+COMPARISON_NOTE = (
+    "Only the cells both answered are compared. Δ = strict accuracy of B − A; 95% CI: "
+    "paired bootstrap over scenarios (10,000 resamples, fixed seed); p: exact McNemar test "
+    "on the discordant cells (lost: strictly accurate in A only; gained: in B only)."
+)
+FLAKINESS_HEADER = ("model", "arm", "repeated cells", "flaky", "share", "flaky scenarios")
+FLAKINESS_NOTE = (
+    "Cells (model, scenario, arm) answered in 2 or more repetitions, and those whose "
+    "strict verdict differs between repetitions."
+)
+
+
+def comparison_table(groups: Sequence[PairedComparison]) -> list[tuple[str, ...]]:
+    """One text row per group (:data:`COMPARISON_HEADER`)."""
+    rows: list[tuple[str, ...]] = []
+    for g in groups:
+        ci = (
+            "–" if g.ci_low is None or g.ci_high is None else f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
+        )
+        diff = "–" if g.difference is None else f"{g.difference:+.3f}"
+        rows.append(
+            (
+                g.label,
+                str(g.pairs),
+                str(g.scenarios),
+                _rate(g.accuracy_a),
+                _rate(g.accuracy_b),
+                diff,
+                ci,
+                str(g.lost),
+                str(g.gained),
+                _p(g.p_value),
+            )
+        )
+    return rows
+
+
+def flips_table(comparison: PairedComparison) -> list[tuple[str, str, str]]:
+    """Per scenario with a flipped cell: the cells lost and gained."""
+    return [
+        (f.scenario_id, "; ".join(f.lost) or "–", "; ".join(f.gained) or "–")
+        for f in comparison.flips
+    ]
+
+
+def flakiness_table(rows: Sequence[Flakiness]) -> list[tuple[str, ...]]:
+    """One text row per model × arm (:data:`FLAKINESS_HEADER`)."""
+    return [
+        (
+            r.model,
+            r.arm,
+            str(r.cells),
+            str(r.flaky),
+            _rate(r.share),
+            ", ".join(r.flaky_scenarios) or "–",
+        )
+        for r in rows
+    ]
+
+
+def _md_rows(rows: Iterable[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in rows]
+
+
 def comparison_markdown(title: str, groups: Sequence[PairedComparison], *, a: str, b: str) -> str:
     """The Markdown of a paired comparison: one row per group, then the flips of "all"."""
     lines = [
         f"## {markdown_text(title)}",
         "",
-        f"A = {markdown_text(a)}, B = {markdown_text(b)}. Only the cells both answered are "
-        "compared. Δ = strict accuracy of B − A; 95% CI: paired bootstrap over scenarios "
-        "(10,000 resamples, fixed seed); p: exact McNemar test on the discordant cells "
-        "(lost: strictly accurate in A only; gained: in B only).",
+        f"A = {markdown_text(a)}, B = {markdown_text(b)}. {COMPARISON_NOTE}",
         "",
-        "| group | shared cells | scenarios | A | B | Δ (B − A) | 95% CI | lost | gained | p |",
+        "| " + " | ".join(COMPARISON_HEADER) + " |",
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+        *_md_rows(comparison_table(groups)),
     ]
-    for g in groups:
-        ci = "–" if g.ci_low is None else f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
-        diff = "–" if g.difference is None else f"{g.difference:+.3f}"
-        lines.append(
-            f"| {markdown_text(g.label)} | {g.pairs} | {g.scenarios} | {_rate(g.accuracy_a)} "
-            f"| {_rate(g.accuracy_b)} | {diff} | {ci} | {g.lost} | {g.gained} | {_p(g.p_value)} |"
-        )
     overall = groups[0] if groups else None
     if overall is not None and overall.flips:
         lines += ["", "### Flipped cells by scenario", "", "| scenario | lost | gained |"]
-        lines.append("|---|---|---|")
-        for f in overall.flips:
-            lines.append(
-                f"| {markdown_text(f.scenario_id)} | {markdown_text('; '.join(f.lost)) or '–'} "
-                f"| {markdown_text('; '.join(f.gained)) or '–'} |"
-            )
+        lines += ["|---|---|---|", *_md_rows(flips_table(overall))]
     elif overall is not None and overall.pairs:
         lines += ["", "No shared cell flipped."]
     if overall is not None and not overall.pairs:
@@ -296,18 +367,14 @@ def comparison_markdown(title: str, groups: Sequence[PairedComparison], *, a: st
 
 def flakiness_markdown(rows: Sequence[Flakiness], *, title: str = "Flakiness") -> str:
     """The flakiness table: per model × arm, cells repeated and those whose verdict varied."""
-    lines = [
-        f"## {markdown_text(title)}",
-        "",
-        "Cells (model, scenario, arm) answered in 2 or more repetitions, and those whose "
-        "strict verdict differs between repetitions.",
-        "",
-        "| model | arm | repeated cells | flaky | share | flaky scenarios |",
-        "|---|---|---:|---:|---:|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {markdown_text(r.model)} | {markdown_text(r.arm)} | {r.cells} | {r.flaky} "
-            f"| {_rate(r.share)} | {markdown_text(', '.join(r.flaky_scenarios)) or '–'} |"
-        )
-    return "\n".join(lines)
+    return "\n".join(
+        [
+            f"## {markdown_text(title)}",
+            "",
+            FLAKINESS_NOTE,
+            "",
+            "| " + " | ".join(FLAKINESS_HEADER) + " |",
+            "|---|---|---:|---:|---:|---|",
+            *_md_rows(flakiness_table(rows)),
+        ]
+    )

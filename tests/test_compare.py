@@ -221,7 +221,7 @@ def test_cli_compare_matches_the_results_files(scenario_dir: Path, tmp_path: Pat
     assert float(cells[5]) == pytest.approx(diff, abs=5e-4)
     assert (int(cells[7]), int(cells[8])) == (lost, gained)
     assert float(cells[9]) == pytest.approx(p, rel=1e-2)
-    low, high = (float(x) for x in cells[6].strip("[]").split(","))
+    low, high = (float(x) for x in cells[6].replace("\\", "").strip("[]").split(","))
     assert low - 5e-4 <= diff <= high + 5e-4  # shown rounded to 3 places
     assert "### Flipped cells by scenario" in out.stdout
     assert "## Flakiness: next" in out.stdout
