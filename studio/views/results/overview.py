@@ -11,6 +11,7 @@ import streamlit as st
 from cvb_engine import OUTCOMES_NOTE, fmt_gap
 from studio.components import charts
 from studio.components.text import plain
+from studio.views.results import paired
 from studio.views.results.context import ResultsContext
 from studio.views.results.style import chart, counts, rate_columns, value
 
@@ -162,3 +163,5 @@ def render(ctx: ResultsContext) -> None:
                 f"{plain(protocol.get('prompt_version'))}, {plain(protocol.get('records'))} "
                 "records. Published without confidence intervals."
             )
+
+    paired.render_costs(ctx)
