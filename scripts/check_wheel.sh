@@ -56,9 +56,10 @@ base_url="$(sed -n 's/^READY //p' "$work/fake.out")"
 [ -n "$base_url" ] || { echo "the test endpoint did not start" >&2; cat "$work/fake.err" >&2; exit 1; }
 "$cvb" run --base-url "$base_url" --api-key-env "" --models fake-model --runs 1 \
   --only http-client-choice,shell-command-runner --arms cold,mandated \
-  --run-id wheel-check --json run.json
+  --price-in 0.5 --price-out 1.5 --run-id wheel-check --json run.json
 "$cvb" report wheel-check --markdown report.md
 grep -q "wheel-check" report.md
+grep -q "^## Cost" report.md
 
 step "nothing was written into the installed package"
 after="$(cd "$site" && find . -type f ! -name '*.pyc' | sort | sha256sum)"
