@@ -175,6 +175,7 @@ class Block:
     end: int  # offset just past the closing fence (the text's end when unclosed)
     closed: bool = True
     kind: str = ""  # python | other | transcript | shell | requirements | output
+    path: str = ""  # the file the block is said to be (``app/settings.py``), when it says
 
 
 def _tag(info: str) -> str:
@@ -203,6 +204,62 @@ def _dedent(body: str, indent: int) -> str:
     return "\n".join(out)
 
 
+def _flush_left(body: str) -> str:
+    """The body without the indentation all its lines share (a block pasted indented,
+    or a method body shown alone): Python reads top-level code from column 0."""
+    first = body.lstrip("\n")[:1]
+    return textwrap.dedent(body) if first in (" ", "\t") else body
+
+
+def _path(info: str, body: str) -> str:
+    """The file a block says it is: a path in its info string (``python:app/x.py``,
+    ``py title="app/x.py"``, ``app/x.py``) or in a first-line comment (``# app/x.py``)."""
+    m = _INFO_PATH.search(info)
+    if m is None:
+        first = body.lstrip("\n").split("\n", 1)[0]
+        m = _COMMENT_PATH.match(first)
+    return m.group("path") if m else ""
+
+
+_INFO_PATH = re.compile(r"(?P<path>[\w./-]*\w\.py)\b")
+_COMMENT_PATH = re.compile(r"^\s*#\s*(?:file(?:name)?:\s*)?(?P<path>[\w./-]*\w\.py)\s*$", re.I)
+# A line that ends a backtick block although CommonMark would not: the fence glued to the
+# last code line (``    return x```") or followed by text (``"```<end_code>"``). What
+# follows the fence must not read as a language tag (that line opens the next block).
+_GLUED_CLOSE = re.compile(r"^(?P<code>.*[^`\s].*?)(?P<fence>`{3,})[ \t]*$")
+_TRAILED_CLOSE = re.compile(r"^[ \t]*(?P<fence>`{3,})[ \t]*(?P<rest>[^`\s\w{.].*)$")
+
+
+def _closing(text: str, body_start: int, fence: str) -> tuple[int, int, int] | None:
+    """Where the block opened by ``fence`` ends: (end of its body, end of the closing
+    line, how the block closed: 0 a CommonMark fence, 1 a glued or trailed fence)."""
+    closing_re = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+    proper = closing_re.search(text, body_start) if body_start <= len(text) else None
+    if fence[0] != "`":
+        return (proper.start(), proper.end(), 0) if proper else None
+    stop = proper.start() if proper else len(text)
+    pos = body_start
+    # Only the lines before the first proper closing fence can hold an improper one;
+    # scanning them is linear in the block.
+    while pos < stop:
+        nl = text.find("\n", pos, stop)
+        line_end = stop if nl < 0 else nl
+        line = text[pos:line_end]
+        if "```" in line:
+            glued = _GLUED_CLOSE.match(line)
+            if glued and len(glued.group("fence")) >= len(fence) and "`" not in glued.group(
+                "code"
+            ).rstrip()[-1:]:
+                return pos + glued.start("fence"), line_end, 1
+            trailed = _TRAILED_CLOSE.match(line)
+            if trailed and len(trailed.group("fence")) >= len(fence):
+                return pos, line_end, 1
+        if nl < 0:
+            break
+        pos = nl + 1
+    return (proper.start(), proper.end(), 0) if proper else None
+
+
 def _blocks(text: str) -> list[Block]:
     """Every fenced block, closing a truncated last one at the end of the text."""
     blocks: list[Block] = []
@@ -219,22 +276,19 @@ def _blocks(text: str) -> list[Block]:
             continue
         indent = len(opening.group("indent").expandtabs(4))
         body_start = opening.end() + 1
-        closing_re = re.compile(
-            rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE
-        )
-        closing = closing_re.search(text, body_start) if body_start <= len(text) else None
+        closing = _closing(text, body_start, fence)
         intro = text[prose_from : opening.start()]
         if closing is None:
-            body = text[body_start:]
+            body = _flush_left(_dedent(text[body_start:], indent))
             blocks.append(
-                Block(_tag(info), _dedent(body, indent), intro, opening.start(), len(text), False)
+                Block(_tag(info), body, intro, opening.start(), len(text), False, "", _path(info, body))
             )
             return blocks
-        body = text[body_start : closing.start()]
+        body = _flush_left(_dedent(text[body_start : closing[0]], indent))
         blocks.append(
-            Block(_tag(info), _dedent(body, indent), intro, opening.start(), closing.end())
+            Block(_tag(info), body, intro, opening.start(), closing[1], True, "", _path(info, body))
         )
-        pos = closing.end()
+        pos = closing[1]
         prose_from = pos
 
 
@@ -331,13 +385,50 @@ def _classify(block: Block) -> str:
     tree = _parses(code)
     if tree is None:
         # A tagged block that does not parse is still the model's (broken) code;
-        # an untagged one is output unless it reads like code.
-        if block.tag in PYTHON_TAGS or _code_like_share(lines) >= 0.5:
+        # an untagged one is output unless it reads like code, and another
+        # language's code (C#, JavaScript, SQL …) is not Python at all.
+        if block.tag in PYTHON_TAGS:
+            return "python"
+        if _foreign(lines):
+            return "other"
+        if _code_like_share(lines) >= 0.5:
             return "python"
         return "output"
-    if not _meaningful(tree):
+    if not _meaningful(tree) or (block.tag == "" and _only_labels(tree)):
         return "output"
     return "python"
+
+
+def _only_labels(tree: ast.Module) -> bool:
+    """Sample output such as ``example.com: reachable`` parses as bare annotations."""
+    return all(
+        (isinstance(n, ast.AnnAssign) and n.value is None)
+        or (isinstance(n, ast.Expr) and not isinstance(n.value, ast.Call | ast.Await))
+        for n in tree.body
+    )
+
+
+# Lines that mark another language: C-family braces and semicolons, declarations of
+# JavaScript / C# / Java / Go / Rust, preprocessor lines, and SQL statements.
+_FOREIGN_LINE = re.compile(
+    r"^\s*(?:[{}]\s*;?|}\s*(?:else|catch|finally)\b.*|.*[;{]\s*(?://.*)?|//.*|/\*.*|\*.*|"
+    r"(?:using|namespace|package|public|private|protected|static|void|const|let|var|function|"
+    r"func|fn|interface|struct|enum|impl|int|string|echo)\b.*|#include\b.*|<\?php.*|"
+    r"(?:SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|FROM|WHERE|JOIN|LEFT|INNER|"
+    r"VALUES|GROUP|ORDER|BEGIN|COMMIT)\b.*)$"
+)
+_PYTHON_LINE = re.compile(
+    r"^\s*(?:(?:def|class|if|elif|for|while|with|try|except|async def)\b.*:\s*(?:#.*)?|"
+    r"else:|finally:|(?:import|from)\s+\w.*|return\b.*|@\w.*)$"
+)
+
+
+def _foreign(lines: list[str]) -> bool:
+    """Whether lines that do not parse as Python read as another language's code: most
+    of them look like C-family or SQL lines and almost none like Python's own."""
+    foreign = sum(bool(_FOREIGN_LINE.match(ln)) for ln in lines)
+    python = sum(bool(_PYTHON_LINE.match(ln)) for ln in lines)
+    return foreign * 2 >= len(lines) and python * 5 <= len(lines)
 
 
 def _without_magic(body: str) -> str:
@@ -492,10 +583,9 @@ def _select(candidates: list[_Candidate], entry_point: str | None) -> list[_Cand
         if defining:
             chosen = _choose_definition(defining)
             return _with_dependencies(chosen, candidates, entry_point)
-    # Joined in order: blocks tagged Python win over untagged ones, and a block
-    # the reply itself rejects is left out (unless nothing else is left).
-    tagged = [c for c in candidates if c.block.tag in PYTHON_TAGS]
-    pool = tagged or candidates
+    # Joined in order, tagged and untagged Python alike, and a block the reply
+    # itself rejects is left out (unless nothing else is left).
+    pool = candidates
     kept = [c for c in pool if c.stance != "rejected"] or pool[-1:]
     # A block introduced as usage that defines nothing is a demo of the solution.
     solution = [c for c in kept if not (c.stance == "usage" and not _defines_any(c.tree))]

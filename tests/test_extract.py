@@ -26,7 +26,9 @@ F = "```"
             id="other-language-ignored",
         ),
         pytest.param(
-            f"{F}\nuntagged = 1\n{F}\n{F}python\ntagged = 1\n{F}", "tagged = 1", id="tagged-wins"
+            f"{F}\nuntagged = 1\n{F}\n{F}python\ntagged = 1\n{F}",
+            "untagged = 1\n\ntagged = 1",
+            id="untagged-python-joined-too",
         ),
         pytest.param(
             f"Here:\n{F}python\ndef f():\n    return 1",
