@@ -157,6 +157,28 @@ class Samples(BaseModel):
     compliant: list[str] = Field(default_factory=list)
 
 
+class Reads(BaseModel):
+    """Which of the solution a constraint's checks read (README: Extraction).
+
+    By default they read the solution sanitized: without the main guard, top-level
+    demos, prints and self-checks the model did not mean as the solution.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    module_level: bool = Field(
+        default=False,
+        description="the constraint is about module-level code (the main guard, top-level "
+        "calls, prints, asserts): its checks read the solution whole, not sanitized",
+    )
+    except_files: list[str] = Field(
+        default_factory=list,
+        description="files of a solution split over files that the constraint is not about "
+        "(app/settings.py may read the environment): their code is left out of what the "
+        "checks read, matched by path or by the path's end",
+    )
+
+
 class Constraint(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -169,6 +191,7 @@ class Constraint(BaseModel):
     limitations: str | None = Field(
         default=None, description="what the checks of this constraint cannot judge precisely"
     )
+    reads: Reads = Field(default_factory=Reads)
 
     @field_validator("id")
     @classmethod

@@ -303,7 +303,7 @@ def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_p
                 save_scores(session, record, score_response(scenario, reply, finish))
         session.commit()
         agg = q.aggregates(session, ["o"])
-        assert agg.scoring_versions == {2: 4} and agg.older_rules_text is None
+        assert agg.scoring_versions == {3: 4} and agg.older_rules_text is None
         table = {r["arm"]: r for r in agg.outcome_table()}
         assert list(table) == ["cold", "mandated", "incentivized"]
         assert table["cold"]["no code"] == "1.000" and table["cold"]["strict among answered"] == "–"
@@ -328,7 +328,7 @@ def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_p
         session.add(old)
         session.commit()
         agg = q.aggregates(session, ["o"])
-        assert agg.scoring_versions == {1: 1, 2: 3}
+        assert agg.scoring_versions == {1: 1, 3: 3}
         assert agg.older_rules_text is not None and agg.older_rules_text.startswith(
             "1 scored record(s) were judged by older scoring rules (version 1;"
         )
@@ -346,7 +346,7 @@ def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_p
             encoding="utf-8",
         )
         notes = q.report_notes(session, ["o"], library)
-        assert notes.scoring_versions == {1: 1, 2: 3}
+        assert notes.scoring_versions == {1: 1, 3: 3}
         assert notes.limitations == (
             ("http-client-choice", "timeout-set", "A Client-level timeout is not seen."),
         )

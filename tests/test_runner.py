@@ -1219,7 +1219,7 @@ def test_outcomes_reasoning_and_truncation_are_stored_and_reported(
     assert data["format"] == "cvb-results/2"
     got = {r["arm"]: (r["outcome"], r["truncated"], r["reasoning"]) for r in data["records"]}
     assert got["incentivized"] == ("no-code", True, "Let me think about retries and")
-    assert all(r["scoring_version"] == 2 for r in data["records"])
+    assert all(r["scoring_version"] == 3 for r in data["records"])
 
 
 def test_a_run_judged_by_older_rules_says_so_until_rescored(
