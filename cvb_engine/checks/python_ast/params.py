@@ -180,6 +180,23 @@ class Where(BaseModel):
         "dynamically built string: f-string with a placeholder, % format, + with a "
         "non-literal, .format(), or a name assigned one",
     )
+    argument_of: list[str] = Field(
+        default_factory=list,
+        description="the call's value reaches a call matching one of these names: as (or "
+        "inside) one of its arguments, through a name or with target bound to it, through "
+        "a wrapper call around it, or by leaving the code's hands where it may reach one "
+        "(returned or yielded by a wrapper function, stored on an object, handed to a "
+        "function of the code); a value only used for itself (open(p).read(), f.write() "
+        "on the with target) does not match",
+    )
+    not_only_for: list[str] = Field(
+        default_factory=list,
+        description="the call's value is used for itself, not only spent on calls matching "
+        "these names: a value that only lands in their arguments (directly, inside "
+        "arithmetic, or through local names bound to it, augmented assignments included) "
+        "or in a comparison that decides something does not match (random.uniform jitter "
+        "passed to time.sleep, random.random() < rate)",
+    )
     same_function_as: list[str] = Field(
         default_factory=list,
         description="the function body holding the call (the innermost def or lambda, or "
@@ -240,13 +257,19 @@ class Where(BaseModel):
             raise ValueError(f"value_from_call: not a dotted name or wildcard: {', '.join(names)}")
         names = [
             n
-            for n in [*self.same_function_as, *self.not_after, *self.not_argument_of]
+            for n in [
+                *self.same_function_as,
+                *self.not_after,
+                *self.not_argument_of,
+                *self.not_only_for,
+                *self.argument_of,
+            ]
             if not NAME_PATTERN.fullmatch(n)
         ]
         if names:
             raise ValueError(
-                "same_function_as / not_after / not_argument_of: not a dotted name or wildcard: "
-                + ", ".join(names)
+                "same_function_as / not_after / not_argument_of / not_only_for / argument_of: "
+                "not a dotted name or wildcard: " + ", ".join(names)
             )
         if self.before and not self.same_function_as:
             raise ValueError("before needs same_function_as")

@@ -1,0 +1,180 @@
+"""Where a call's value goes: whether it only paces or decides (``Where.not_only_for``),
+and whether it reaches a call of some names (``Where.argument_of``).
+
+A value is followed up through the expression that holds it to the statement it
+ends in. It is *spent* on a sink when it lands in an argument of a call matching
+the sink names (``time.sleep(base + random.uniform(0, 1))``), or in a comparison
+that decides something (``if random.random() < rate``). Bound to a local name
+(``jitter = ...``, ``delay += ...``), every later read of that name in the same
+function is followed the same way, a few names deep. Anything else (returned,
+joined into a string, stored on an object, handed to another call) is a use of
+the value for its own sake.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from cvb_engine.checks.python_ast.analysis import Analysis
+from cvb_engine.checks.python_ast.params import call_words, match_call_name, prefix_words
+from cvb_engine.checks.python_ast.scope import CallSite
+
+# How many names a value is followed through (jitter -> delay -> sleep).
+_MAX_NAMES = 4
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)
+
+
+class _Uses:
+    """The tree's parent links and the sink calls, made once per analysis and rule."""
+
+    def __init__(self, analysis: Analysis, sinks: list[str]) -> None:
+        analysis.need(call_words(sinks), prefix_words(sinks))
+        self.sinks = {
+            id(c.node)
+            for c in analysis.calls
+            if c.name is not None and any(match_call_name(p, c.name) for p in sinks)
+        }
+        self.parent: dict[int, ast.AST] = {}
+        for node in ast.walk(analysis._tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[id(child)] = node
+
+    def function_of(self, node: ast.AST) -> ast.AST | None:
+        cur: ast.AST | None = node
+        while cur is not None and not isinstance(cur, _FUNCTIONS):
+            cur = self.parent.get(id(cur))
+        return cur
+
+    def spent(self, node: ast.AST, names_left: int, seen: set[str]) -> bool:
+        """Whether the value of expression ``node`` only reaches sinks."""
+        child, cur = node, self.parent.get(id(node))
+        while cur is not None:
+            if isinstance(cur, ast.Call):
+                if id(cur) in self.sinks and child is not cur.func:
+                    return True
+                if child is cur.func:
+                    return False  # a method called on the value: used for itself
+                name = cur.func
+                # int(), round(), min(), max(), abs(): still a number on its way
+                if not (isinstance(name, ast.Name) and name.id in _NUMERIC):
+                    return False
+            elif isinstance(cur, ast.Compare):
+                return True  # a decision (sampling), not a value kept
+            elif isinstance(cur, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = cur.targets if isinstance(cur, ast.Assign) else [cur.target]
+                if not all(isinstance(t, ast.Name) for t in targets) or names_left <= 0:
+                    return False
+                return all(
+                    self._name_spent(t.id, cur, names_left - 1, seen)  # type: ignore[attr-defined]
+                    for t in targets
+                )
+            elif isinstance(cur, ast.stmt | ast.keyword | ast.comprehension):
+                if isinstance(cur, ast.keyword):
+                    child, cur = cur, self.parent.get(id(cur))
+                    continue
+                return False
+            elif not isinstance(cur, ast.BinOp | ast.UnaryOp | ast.IfExp | ast.Tuple):
+                return False
+            child, cur = cur, self.parent.get(id(cur))
+        return False
+
+    def _name_spent(self, name: str, binding: ast.AST, names_left: int, seen: set[str]) -> bool:
+        if name in seen:
+            return True  # followed already (delay += jitter in a loop)
+        seen.add(name)
+        function = self.function_of(binding)
+        if function is None:
+            return False
+        reads = [
+            n
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        return bool(reads) and all(self.spent(n, names_left, seen) for n in reads)
+
+
+_NUMERIC = frozenset({"int", "float", "round", "min", "max", "abs"})
+
+
+def only_for(call: CallSite, sinks: list[str], analysis: Analysis) -> bool:
+    """Whether the value of ``call`` is only spent on calls matching ``sinks`` (or on
+    decisions), as the module docstring says."""
+    return _uses(analysis, sinks).spent(call.node, _MAX_NAMES, set())
+
+
+class _Reach:
+    """What :func:`reaches` needs, made once per analysis and rule."""
+
+    def __init__(self, analysis: Analysis, targets: list[str]) -> None:
+        self.uses = _uses(analysis, targets)
+        self.own = {
+            n.name
+            for n in ast.walk(analysis._tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+
+    def reaches(self, node: ast.AST, names_left: int, seen: set[str]) -> bool:
+        parent = self.uses.parent
+        child, cur = node, parent.get(id(node))
+        while cur is not None:
+            if isinstance(cur, ast.Call):
+                if child is cur.func:
+                    return False  # open(p).read(): used for itself
+                if id(cur) in self.uses.sinks:
+                    return True
+                func = cur.func
+                if isinstance(func, ast.Name) and func.id in self.own:
+                    return True  # handed to a helper of the code: it may reach them there
+                # wrapped (io.TextIOWrapper(...), codecs.iterdecode(...)): follow the wrapper
+            elif isinstance(cur, ast.Return | ast.Yield | ast.YieldFrom):
+                return True  # a wrapper: its caller may hand the value on
+            elif isinstance(cur, ast.withitem):
+                target = cur.optional_vars
+                return isinstance(target, ast.Name) and self._name_reaches(
+                    target.id, cur, names_left, seen
+                )
+            elif isinstance(cur, ast.Assign | ast.AnnAssign):
+                targets = cur.targets if isinstance(cur, ast.Assign) else [cur.target]
+                if any(not isinstance(t, ast.Name) for t in targets):
+                    return True  # stored on an object or in a container: not followed
+                return names_left > 0 and any(
+                    self._name_reaches(t.id, cur, names_left - 1, seen)  # type: ignore[attr-defined]
+                    for t in targets
+                )
+            elif isinstance(cur, ast.stmt):
+                return False
+            child, cur = cur, parent.get(id(cur))
+        return False
+
+    def _name_reaches(self, name: str, binding: ast.AST, names_left: int, seen: set[str]) -> bool:
+        if name in seen:
+            return False
+        seen.add(name)
+        function = self.uses.function_of(binding)
+        if function is None:
+            return False
+        return any(
+            self.reaches(n, names_left, seen)
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        )
+
+
+def _uses(analysis: Analysis, sinks: list[str]) -> _Uses:
+    cache = analysis.__dict__.setdefault("_uses", {})
+    key = tuple(sinks)
+    uses = cache.get(key)
+    if uses is None:
+        uses = cache[key] = _Uses(analysis, sinks)
+    return uses
+
+
+def reaches(call: CallSite, targets: list[str], analysis: Analysis) -> bool:
+    """Whether the value of ``call`` reaches a call matching ``targets`` (see
+    ``Where.argument_of``)."""
+    cache = analysis.__dict__.setdefault("_reach", {})
+    key = tuple(targets)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _Reach(analysis, targets)
+    return found.reaches(call.node, _MAX_NAMES, set())
