@@ -128,7 +128,11 @@ def _placeholder_text(node: ast.expr) -> bool:
             and bool(_PLACEHOLDER_SIGIL.fullmatch(first.value))
             and all(
                 isinstance(v, ast.FormattedValue)
-                or (isinstance(v, ast.Constant) and _PLACEHOLDERS.fullmatch(f"?{v.value}"))
+                or (
+                    isinstance(v, ast.Constant)
+                    and isinstance(v.value, str)
+                    and _PLACEHOLDERS.fullmatch("?" + v.value) is not None
+                )
                 for v in node.values[1:]
             )
         )
