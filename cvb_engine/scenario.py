@@ -192,6 +192,12 @@ class Constraint(BaseModel):
         default=None, description="what the checks of this constraint cannot judge precisely"
     )
     reads: Reads = Field(default_factory=Reads)
+    applies_when: Literal["shared-mutable-state"] | None = Field(
+        default=None,
+        description="a condition the solution must meet for the constraint to apply at "
+        "all (shared-mutable-state: code whose threads share no mutable state honors a "
+        "constraint about guarding it, without its checks)",
+    )
 
     @field_validator("id")
     @classmethod

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cvb_engine.checks.applies import CONDITIONS, applies
 from cvb_engine.checks.base import CheckKind, CheckResult, Prepared, Sibling, Subject, get_kind
 from cvb_engine.extract import Outcome, extract, outcome_from, sanitize, without_files
 from cvb_engine.results_format import CheckEntry, ConstraintEntry
@@ -170,7 +171,15 @@ class ScoringPlan:
     each constraint, in order, every check prepared with all the scenario's checks as
     its siblings; the stated tests are prepared when first run (an ``exec`` check)."""
 
-    __slots__ = ("_stated", "constraints", "entry_point", "reads", "source", "stated_tests")
+    __slots__ = (
+        "_stated",
+        "applies_when",
+        "constraints",
+        "entry_point",
+        "reads",
+        "source",
+        "stated_tests",
+    )
 
     def __init__(self, scenario: Scenario) -> None:
         #: The constraints the plan was made from (see :func:`plan`).
@@ -190,6 +199,10 @@ class ScoringPlan:
         )
         #: What each constraint's checks read, in the order of ``constraints``.
         self.reads: tuple[Reads, ...] = tuple(c.reads for c in scenario.constraints)
+        #: The condition each constraint applies under (None: always).
+        self.applies_when: tuple[str | None, ...] = tuple(
+            c.applies_when for c in scenario.constraints
+        )
         self.entry_point = scenario.entry_point
         self._stated: Prepared | None = None
 
@@ -276,6 +289,12 @@ def _noted(verdict: CheckVerdict) -> CheckVerdict:
 
 
 _SOLUTION = Reads()
+#: The verdict of a constraint whose condition the solution does not meet (one per
+#: condition, shared by every record).
+_NOT_APPLICABLE = {
+    name: CheckVerdict("applies-when", "applies-when", CheckResult(passed=True, reason=reason))
+    for name, (_, reason) in CONDITIONS.items()
+}
 
 
 def score_code(
@@ -323,8 +342,13 @@ def score_code(
     subjects = _Subjects(whole, text, planned.entry_point)
     verdicts = tuple(
         ConstraintVerdict(constraint_id, tuple([check.verdict(subject) for check in checks]))
-        for (constraint_id, checks), subject in zip(
-            planned.constraints, map(subjects.of, planned.reads), strict=True
+        if condition is None or applies(condition, subject)
+        else ConstraintVerdict(constraint_id, (_NOT_APPLICABLE[condition],))
+        for (constraint_id, checks), subject, condition in zip(
+            planned.constraints,
+            map(subjects.of, planned.reads),
+            planned.applies_when,
+            strict=True,
         )
     )
     if truncated or cut:
