@@ -22,6 +22,7 @@ Construct: TypeAlias = Literal[
     "mutable-default-arg",
     "assert-statement",
     "unread-accumulator",
+    "unguarded-state",
 ]
 LiteralValue: TypeAlias = bool | int | float | str | None
 Excuse: TypeAlias = Literal["test-function", "main-guard"]
@@ -34,6 +35,7 @@ CONSTRUCT_LABELS: dict[str, str] = {
     "mutable-default-arg": "mutable default argument",
     "assert-statement": "assert statement",
     "unread-accumulator": "accumulator never read",
+    "unguarded-state": "lock-guarded state used without the lock",
 }
 _CALL_RULES = ("forbid-call", "require-call")
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
