@@ -844,14 +844,14 @@ def extract(
     code = code.strip("\n")
     tree = _parses(code) if code.strip() else None
     cut = False
-    if tree is None and code.strip() and runs_to_end and answer.rstrip().endswith(code.rstrip()):
+    at_end = bool(code.strip()) and runs_to_end and answer.rstrip().endswith(code.rstrip())
+    # Cut at the token limit in the middle of a line: that line is not a whole statement,
+    # even when what is left of it parses (``time.sle``).
+    partial = truncated and at_end and not text.endswith("\n") and "\n" in code.strip()
+    if (tree is None or partial) and at_end:
         # The code runs to the end of the reply and does not parse there: the reply was
         # cut off (or ends inside its last statement). What was written is judged.
-        prefix = longest_prefix(
-            code,
-            partial_last_line=truncated and not text.endswith("\n"),
-            only_near_end=not truncated,
-        )
+        prefix = longest_prefix(code, partial_last_line=partial, only_near_end=not truncated)
         if prefix is not None:
             code, tree, cut = prefix[0], prefix[1], True
     outcome = outcome_from(code, tree)
