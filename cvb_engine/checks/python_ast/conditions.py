@@ -495,6 +495,11 @@ def where_holds(
         return False
     if where.not_only_for and only_for(call, where.not_only_for, analysis):
         return False
-    if where.argument_of and not reaches(call, where.argument_of, analysis):
+    if where.argument_of and not reaches(
+        call,
+        where.argument_of,
+        analysis,
+        frozenset([*where.keyword_not, *where.keyword, *where.missing_keyword]),
+    ):
         return False
     return others.companions is None or _beside(call, where, others.companions)

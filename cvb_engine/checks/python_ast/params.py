@@ -186,10 +186,12 @@ class Where(BaseModel):
         default_factory=list,
         description="the call's value reaches a call matching one of these names: as (or "
         "inside) one of its arguments, through a name or with target bound to it, through "
-        "a wrapper call around it, or by leaving the code's hands where it may reach one "
-        "(returned or yielded by a wrapper function, stored on an object, handed to a "
-        "function of the code); a value only used for itself (open(p).read(), f.write() "
-        "on the with target) does not match",
+        "a wrapper call around it (io.TextIOWrapper, codecs.iterdecode, gzip.open; one that "
+        "passes a keyword this where judges, such as newline=, decides it and stops the "
+        "value), or by leaving the code's hands where it may reach one (returned or yielded "
+        "by a wrapper function, stored on an object, handed to a function of the code); a "
+        "value only used for itself (open(p).read(), f.write() on the with target) or "
+        "consumed by another call (json.load(f)) does not match",
     )
     not_only_for: list[str] = Field(
         default_factory=list,

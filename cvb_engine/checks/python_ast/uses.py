@@ -102,11 +102,23 @@ def only_for(call: CallSite, sinks: list[str], analysis: Analysis) -> bool:
     return _uses(analysis, sinks).spent(call.node, _MAX_NAMES, set())
 
 
+# Calls that hand back the object they are given, wrapped: the value goes on through them.
+_WRAPPERS = frozenset(
+    {
+        "TextIOWrapper", "BufferedReader", "BufferedWriter", "iterdecode", "closing",
+        "nullcontext", "enter_context", "getreader", "getwriter", "StreamReader",
+        "StreamWriter", "open",
+    }
+)  # fmt: skip
+
+
 class _Reach:
     """What :func:`reaches` needs, made once per analysis and rule."""
 
-    def __init__(self, analysis: Analysis, targets: list[str]) -> None:
+    def __init__(self, analysis: Analysis, targets: list[str], decided: frozenset[str]) -> None:
         self.uses = _uses(analysis, targets)
+        # Keywords the checked call is judged on: a wrapper passing one decides it.
+        self.decided = decided
         self.own = {
             n.name
             for n in ast.walk(analysis._tree)
@@ -125,7 +137,12 @@ class _Reach:
                 func = cur.func
                 if isinstance(func, ast.Name) and func.id in self.own:
                     return True  # handed to a helper of the code: it may reach them there
-                # wrapped (io.TextIOWrapper(...), codecs.iterdecode(...)): follow the wrapper
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called not in _WRAPPERS:
+                    return False  # consumed there (json.load(f), yaml.safe_load(f))
+                if any(kw.arg in self.decided for kw in cur.keywords):
+                    return False  # the wrapper decides what the check is about itself
+                # wrapped (io.TextIOWrapper(f), codecs.iterdecode(f)): follow the wrapper
             elif isinstance(cur, ast.Return | ast.Yield | ast.YieldFrom):
                 return True  # a wrapper: its caller may hand the value on
             elif isinstance(cur, ast.withitem):
@@ -141,8 +158,8 @@ class _Reach:
                     self._name_reaches(t.id, cur, names_left - 1, seen)  # type: ignore[attr-defined]
                     for t in targets
                 )
-            elif isinstance(cur, ast.stmt):
-                return False
+            elif not isinstance(cur, ast.keyword | ast.Await | ast.IfExp | ast.BoolOp):
+                return False  # an item, a subscript, a comprehension...: not the value itself
             child, cur = cur, parent.get(id(cur))
         return False
 
@@ -169,12 +186,15 @@ def _uses(analysis: Analysis, sinks: list[str]) -> _Uses:
     return uses
 
 
-def reaches(call: CallSite, targets: list[str], analysis: Analysis) -> bool:
+def reaches(
+    call: CallSite, targets: list[str], analysis: Analysis, decided: frozenset[str] = frozenset()
+) -> bool:
     """Whether the value of ``call`` reaches a call matching ``targets`` (see
-    ``Where.argument_of``)."""
+    ``Where.argument_of``); a wrapper on the way that passes one of the keywords
+    ``decided`` itself (``io.TextIOWrapper(raw, newline="")``) stops it."""
     cache = analysis.__dict__.setdefault("_reach", {})
-    key = tuple(targets)
+    key = (tuple(targets), decided)
     found = cache.get(key)
     if found is None:
-        found = cache[key] = _Reach(analysis, targets)
+        found = cache[key] = _Reach(analysis, targets, decided)
     return found.reaches(call.node, _MAX_NAMES, set())
