@@ -41,14 +41,18 @@ def _is_lock_call(node: ast.expr | None) -> bool:
 class _Scan:
     """One pass over the functions of a class (or of the module) with a lock."""
 
-    def __init__(self, key: _Key, locks: set[str]) -> None:
+    def __init__(self, key: _Key, locks: set[str], lockers: frozenset[str] = frozenset()) -> None:
         self.key = key
         self.locks = locks
+        # Methods that hold the lock around a yield (``with self._locked():``).
+        self.lockers = lockers
         self.changed_held: set[str] = set()
         self.accesses: list[tuple[str, ast.AST, bool]] = []  # (key, node, held)
         self.calls_held: dict[str, list[bool]] = {}
 
     def _lock_of(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Call) and self.key(node.func) in self.lockers:
+            return True
         return self.key(node) in self.locks
 
     def _lock_call(self, stmt: ast.stmt, method: str) -> bool:
@@ -156,11 +160,16 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
     if not locks:
         return []
     names = {m.name for m in methods}
+    lockers = frozenset(
+        m.name
+        for m in methods
+        if m.name in owners and _holds_around_yield(m, owners[m.name], locks)
+    )
     scans: dict[str, _Scan] = {}
     for method in methods:
-        if method.name not in owners or method.name in _SETUP:
+        if method.name not in owners or method.name in _SETUP or method.name in lockers:
             continue
-        scan = _Scan(_self_key(owners[method.name]), locks)
+        scan = _Scan(_self_key(owners[method.name]), locks, lockers)
         scan.body(method.body, False)
         scans[method.name] = scan
     guarded: set[str] = set()
@@ -179,6 +188,19 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
             node for key, node, held in scan.accesses if not held and key in guarded - names
         )
     return found
+
+
+def _holds_around_yield(
+    method: ast.FunctionDef | ast.AsyncFunctionDef, owner: str, locks: set[str]
+) -> bool:
+    """A context-manager method that yields while holding the lock."""
+    key = _self_key(owner)
+    for node in ast.walk(method):
+        if isinstance(node, ast.With | ast.AsyncWith) and any(
+            key(item.context_expr) in locks for item in node.items
+        ):
+            return any(isinstance(n, ast.Yield) for n in ast.walk(node))
+    return False
 
 
 def _module_findings(tree: ast.Module) -> list[ast.AST]:
