@@ -22,32 +22,54 @@ inline reasoning it removed. The rules, in order:
    fence that is never closed (a truncated reply) runs to the end. The
    language is the first word of the info string, read through paths and
    attributes: ``python:app/x.py``, ``py title="x.py"``, ``{.python}``,
-   ``app/x.py`` (by its suffix).
+   ``app/x.py`` (by its suffix). Beyond CommonMark: a backtick fence glued to
+   the last code line (``    return x```"``) or followed by text on its line
+   (```` ```<end_code> ````) closes the block; a body whose every line is
+   indented is read flush left.
 3. **Some blocks are never Python, whatever their tag**: REPL transcripts
    (``>>>`` prompts), shell sessions (``$ `` prompts or lines such as ``pip
    install``), requirements files, and sample output (a block that does not
-   parse, or whose statements are only bare values). Notebook ``!pip`` /
-   ``%pip`` lines are dropped from a block that is otherwise Python.
-   Blocks tagged with another language (``bash``, ``json``, ``text`` …) are
-   not Python either; untagged blocks are Python when they parse as code.
+   parse, or whose statements are only bare values or ``name: value`` labels).
+   Notebook ``!pip`` / ``%pip`` lines are dropped from a block that is
+   otherwise Python. Blocks tagged with another language (``bash``, ``json``,
+   ``text`` …) are not Python either; untagged blocks are Python when they parse
+   as code, and not when they read as another language (C-family, SQL). A JSON
+   object (raw, or a ``json`` / untagged block) carrying the program as a string
+   under a code key (``{"code": ...}``, a tool call's ``arguments``, a list of
+   ``{"path": "x.py", "content": ...}`` files) gives that program.
 4. **The solution is chosen by structure, not position.** With the scenario's
    ``entry_point``, the solution is the block that defines it plus, transitively,
-   the blocks that hold what it uses (imports, helpers, constants) and the
-   blocks that define something else of their own without calling or testing
-   it (a second function the task asks for); blocks that only call it (usage,
-   tests, demos) are left out. When several blocks
+   the blocks that hold what it uses (imports, helpers, constants), the blocks
+   named as files it imports (``python:app/settings.py`` for ``from
+   app.settings import settings``) and the blocks that define something else of
+   their own without calling or testing it (a second function the task asks
+   for); blocks that only call it (usage, tests, demos) are left out. When several blocks
    define it, one introduced as a counter-example (``don't do this``,
    ``avoid``, ``bad``, ``before:`` …) or as an alternative (``alternatively``,
    ``another approach`` …) loses to one that is not, and one introduced as
    the final or fixed version wins. Without an entry point, or when no block
-   defines it, the Python blocks are joined in order, leaving out only the
-   counter-examples.
-5. **Unfenced replies**: the code is the longest run of lines that parses and
-   holds a statement (a definition, an import, an assignment, a call …), not
-   the prose around it. When no run parses, the longest run of code-like lines
-   is the (unparseable) code.
+   defines it, the Python blocks, tagged and untagged, are joined in order,
+   leaving out only the counter-examples. A solution of several blocks named as
+   files keeps each name as a ``# path.py`` comment line (see
+   :func:`file_sections`).
+5. **Unfenced replies**: the code is the longest run of lines (counted in lines
+   that hold code) that parses and holds a statement (a definition, an import,
+   an assignment, a call …), not the prose around it; a run the reply abandons
+   (``Sorry, let me try again``) is left out, imports and all. When no run
+   parses, the longest run of code-like lines is the (unparseable) code.
 6. **The outcome**: no solution, or one made only of bare values, is
    ``no-code``; otherwise ``answered`` or ``unparseable`` by ``ast.parse``.
+7. **Truncated code** (see :func:`longest_prefix`): code that runs to the end of
+   the reply and does not parse there is judged on its longest prefix of whole
+   lines that parses, and the extraction says it was ``cut``; with the
+   ``truncated`` flag (the endpoint stopped at its token limit) a last line cut
+   in the middle is left out even when it parses, and without it only an error
+   in the last lines counts as a cut. A prefix that lost every definition the
+   code began is not taken.
+8. **Sanitizing** (see :func:`sanitize`): ``code`` is the solution without the
+   top-level statements the model did not mean as the solution (demos, prints,
+   self-check asserts, the main guard), blanked so that line numbers hold;
+   ``module`` is the solution whole, for constraints about module-level code.
 
 Every rule works on text: nothing here executes the reply, and every scan is
 bounded (no regular expression backtracks over a line more than once).
