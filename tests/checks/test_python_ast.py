@@ -3112,6 +3112,54 @@ DESTINATIONS = [
         ],
     ),
     *group(
+        ["asyncio.create_task"],
+        {"result_kept": False},
+        rows=[
+            ("statement", "import asyncio\nasync def f():\n    asyncio.create_task(g())", True),
+            (
+                "local-list-counted",
+                "import asyncio\nasync def f(xs):\n    pending = []\n    for x in xs:\n"
+                "        t = asyncio.create_task(g(x))\n        pending.append(t)\n"
+                "    return len(pending)",
+                True,
+            ),
+            (
+                "callback-only",
+                "import asyncio\nasync def f():\n    t = asyncio.create_task(g())\n"
+                "    t.add_done_callback(print)",
+                True,
+            ),
+            (
+                "awaited",
+                "import asyncio\nasync def f():\n    t = asyncio.create_task(g())\n    await t",
+                False,
+            ),
+            (
+                "local-list-gathered",
+                "import asyncio\nasync def f(xs):\n    ts = [asyncio.create_task(g(x)) for x in xs]\n"
+                "    await asyncio.gather(*ts)",
+                False,
+            ),
+            (
+                "module-set",
+                "import asyncio\nRUNNING = set()\ndef f():\n    t = asyncio.create_task(g())\n"
+                "    RUNNING.add(t)",
+                False,
+            ),
+            (
+                "local-set-returned",
+                "import asyncio\ndef f(xs):\n    s = set()\n    for x in xs:\n"
+                "        s.add(asyncio.create_task(g(x)))\n    return s",
+                False,
+            ),
+            (
+                "on-self",
+                "import asyncio\ndef f(self):\n    self.t = asyncio.create_task(g())",
+                False,
+            ),
+        ],
+    ),
+    *group(
         EXECUTE,
         SQL,
         rows=[
@@ -3141,6 +3189,12 @@ DESTINATIONS = [
                 "named-placeholders",
                 "def f(c, ids):\n    ph = ','.join(f':p{i}' for i in range(len(ids)))\n"
                 "    c.execute(f'SELECT 1 FROM t WHERE id IN ({ph})', params)",
+                False,
+            ),
+            (
+                "sliced-repeat",
+                "def f(c, ids):\n    m = ('?, ' * len(ids))[:-2]\n"
+                "    c.execute(f'DELETE FROM t WHERE id IN ({m})', ids)",
                 False,
             ),
             (

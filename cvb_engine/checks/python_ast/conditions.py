@@ -22,7 +22,7 @@ from cvb_engine.checks.python_ast.params import (
 )
 from cvb_engine.checks.python_ast.scope import CallSite, Scope, call_args, call_order
 from cvb_engine.checks.python_ast.syntax import literal_value, made_call
-from cvb_engine.checks.python_ast.uses import only_for, reaches
+from cvb_engine.checks.python_ast.uses import kept, only_for, reaches
 
 _State: TypeAlias = Literal["present", "absent", "unknown"]
 
@@ -494,6 +494,8 @@ def where_holds(
     if where.result_subtracted and not _result_subtracted(call, analysis):
         return False
     if where.not_only_for and only_for(call, where.not_only_for, analysis):
+        return False
+    if where.result_kept is not None and kept(call, analysis) is not where.result_kept:
         return False
     if where.argument_of and not reaches(
         call,

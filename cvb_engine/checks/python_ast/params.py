@@ -142,6 +142,14 @@ class Where(BaseModel):
         "statement of its own (awaited or not), or its value is only assigned to names "
         "(or attributes) that are never read anywhere in the code",
     )
+    result_kept: bool | None = Field(
+        default=None,
+        description="true: the call's value outlives the function that makes it, or is "
+        "awaited there: awaited, returned, handed to another call, stored on an object, in a "
+        "module-level (or global, or parameter) collection, or in a local one that is kept "
+        "in turn; false: it is dropped, or held only by locals of the function (a list or "
+        "set made there) that end with it",
+    )
     not_argument_of: list[str] = Field(
         default_factory=list,
         description="the call's value is not handed to a call matching one of these names: "

@@ -142,8 +142,8 @@ def _placeholder_text(node: ast.expr) -> bool:
 def placeholder_list(node: ast.expr, depth: int = 0) -> bool:
     """Whether ``node`` builds only a list of query placeholders from literal text: the
     ``?, ?, ?`` of an ``IN (...)`` clause made by ``", ".join("?" * len(ids))``,
-    ``",".join(["%s"] * n)``, ``",".join(f":p{i}" for i in ...)``, ``"?," * n`` (trimmed
-    or not), or ``"?" + ", ?" * (n - 1)``. The values themselves are bound apart."""
+    ``",".join(["%s"] * n)``, ``",".join(f":p{i}" for i in ...)``, ``"?," * n`` (trimmed,
+    sliced or not), or ``"?" + ", ?" * (n - 1)``. The values themselves are bound apart."""
     if depth > _MAX_EXPR_DEPTH:
         return False
     if _placeholder_text(node):
@@ -152,6 +152,8 @@ def placeholder_list(node: ast.expr, depth: int = 0) -> bool:
         return _placeholder_text(node.left) or _placeholder_text(node.right)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return placeholder_list(node.left, depth + 1) and placeholder_list(node.right, depth + 1)
+    if isinstance(node, ast.Subscript):  # ("?, " * n)[:-2]
+        return placeholder_list(node.value, depth + 1)
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return False
     receiver, method = node.func.value, node.func.attr

@@ -198,3 +198,120 @@ def reaches(
     if found is None:
         found = cache[key] = _Reach(analysis, targets, decided)
     return found.reaches(call.node, _MAX_NAMES, set())
+
+
+# Methods that put a value into the collection they are called on.
+_PUTS = frozenset({"append", "add", "extend", "insert", "appendleft", "put", "put_nowait"})
+_FRESH = frozenset({"list", "set", "dict", "deque", "WeakSet"})
+_LOOKS = frozenset({"len", "bool", "any", "all", "print", "repr", "str", "isinstance", "id"})
+_COPIES = frozenset({"list", "tuple", "set", "sorted", "frozenset"})
+
+
+class _Keep:
+    """Whether a value outlives the function that makes it (:func:`kept`)."""
+
+    def __init__(self, analysis: Analysis) -> None:
+        self.uses = _uses(analysis, [])
+
+    def kept(self, node: ast.AST, names_left: int, seen: set[str]) -> bool:
+        parent = self.uses.parent
+        child, cur = node, parent.get(id(node))
+        while cur is not None:
+            if isinstance(cur, ast.Await | ast.Return | ast.Yield | ast.YieldFrom):
+                return True  # awaited (it lives until done) or handed to the caller
+            if isinstance(cur, ast.Attribute):
+                return False  # t.add_done_callback(...), pending.append(...): not kept by that
+            if isinstance(cur, ast.Call):
+                func = cur.func
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr in _PUTS
+                    and isinstance(func.value, ast.Name)
+                ):
+                    return self._collection_kept(func.value.id, cur, names_left, seen)
+                called = func.id if isinstance(func, ast.Name) else None
+                if called in _LOOKS:
+                    return False  # len(pending): looked at, not kept
+                if called not in _COPIES:
+                    return True  # handed to another call (gather, a helper, a registry)
+                # list(pending), tuple(...): a copy holding the same values, followed
+            if isinstance(cur, ast.NamedExpr):
+                # (t := create_task(...)) is both a name and a value that goes on
+                if names_left > 0 and self._name_kept(cur.target.id, cur, names_left - 1, seen):
+                    return True
+                child, cur = cur, parent.get(id(cur))
+                continue
+            if isinstance(cur, ast.Assign | ast.AnnAssign):
+                targets: list[ast.expr] = (
+                    cur.targets if isinstance(cur, ast.Assign) else [cur.target]
+                )
+                if any(not isinstance(t, ast.Name) for t in targets):
+                    return True  # stored on an object or in a container
+                return names_left > 0 and any(
+                    self._name_kept(t.id, cur, names_left - 1, seen)  # type: ignore[attr-defined]
+                    for t in targets
+                )
+            if isinstance(cur, ast.stmt):
+                return False  # a statement of its own: dropped
+            if isinstance(cur, ast.comprehension) and child is cur.iter:
+                return True  # iterated over: not followed
+            child, cur = cur, parent.get(id(cur))
+        return False
+
+    def _collection_kept(self, name: str, at: ast.AST, names_left: int, seen: set[str]) -> bool:
+        """A value put into the collection ``name``: kept when that collection is not a
+        fresh local of the function, or is itself kept."""
+        function = self.uses.function_of(at)
+        if function is None or isinstance(function, ast.Module):
+            return True
+        local = [
+            n
+            for n in ast.walk(function)
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+        ]
+        fresh = len(local) == 1 and _fresh_collection(local[0].value)
+        if not fresh or _declared(function, name):
+            return True  # a module-level, global or parameter collection
+        return names_left > 0 and self._name_kept(name, local[0], names_left - 1, seen)
+
+    def _name_kept(self, name: str, binding: ast.AST, names_left: int, seen: set[str]) -> bool:
+        if name in seen:
+            return False
+        seen.add(name)
+        function = self.uses.function_of(binding)
+        if function is None or isinstance(function, ast.Module):
+            return True  # a module-level name lives on
+        reads = [
+            n
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        return any(self.kept(n, names_left, seen) for n in reads)
+
+
+def _fresh_collection(value: ast.expr) -> bool:
+    if isinstance(value, ast.List | ast.Set | ast.Dict) and not getattr(value, "elts", None):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and not value.args
+        and (
+            (isinstance(value.func, ast.Name) and value.func.id in _FRESH)
+            or (isinstance(value.func, ast.Attribute) and value.func.attr in _FRESH)
+        )
+    )
+
+
+def _declared(function: ast.AST, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Global | ast.Nonlocal) and name in n.names for n in ast.walk(function)
+    )
+
+
+def kept(call: CallSite, analysis: Analysis) -> bool:
+    """Whether the value of ``call`` outlives its function (see ``Where.result_kept``)."""
+    found = analysis.__dict__.get("_keep")
+    if found is None:
+        found = analysis.__dict__["_keep"] = _Keep(analysis)
+    return found.kept(call.node, _MAX_NAMES, set())
