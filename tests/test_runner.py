@@ -1194,15 +1194,15 @@ def test_outcomes_reasoning_and_truncation_are_stored_and_reported(
         r="outcomes",
     )
     by_arm = {r[0]: tuple(r[1:]) for r in rows}
-    assert by_arm["cold"] == ("no-code", False, None, False, 0, 2)
-    assert by_arm["mandated"] == ("answered", False, "use httpx with a timeout", True, 2, 2)
+    assert by_arm["cold"] == ("no-code", False, None, False, 0, 3)
+    assert by_arm["mandated"] == ("answered", False, "use httpx with a timeout", True, 2, 3)
     assert by_arm["incentivized"] == (
         "no-code",
         True,
         "Let me think about retries and",
         False,
         0,
-        2,
+        3,
     )
 
     assert cli.main(["report", "outcomes", "--db", db_url]) == 0
