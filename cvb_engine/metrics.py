@@ -27,7 +27,7 @@ Definitions:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -327,6 +327,36 @@ def ordered_arms(arms: Iterable[str]) -> list[str]:
     return [a for a in ARM_ORDER if a in given] + arm_order(known) + unknown
 
 
+#: Indices drawn at once by a bootstrap (16 MiB of int64): its memory stays bounded
+#: whatever the number of scenarios or problems resampled.
+RESAMPLE_CHUNK = 1 << 21
+
+
+def resampled_sums(
+    columns: Sequence[np.ndarray], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int
+) -> list[np.ndarray]:
+    """Each column's sum over each of ``resamples`` resamples of its rows (the units: a
+    scenario or a problem), drawn with replacement, the same rows for every column.
+
+    The draw goes chunk by chunk, in the order of one ``(resamples, units)`` draw: the same
+    seed gives the same figures as a whole-matrix draw, in bounded memory. Chunks hold an
+    even number of indices, so none leaves half of a 64-bit random word behind (numpy
+    draws bounded 32-bit integers two per word, per call).
+    """
+    import numpy as np
+
+    units = len(columns[0])
+    rng = np.random.default_rng(seed)
+    rows = max(2, (RESAMPLE_CHUNK // max(units, 1)) & ~1)
+    sums = [np.empty(resamples, dtype=np.result_type(c.dtype, np.int64)) for c in columns]
+    for start in range(0, resamples, rows):
+        count = min(rows, resamples - start)
+        idx = rng.integers(0, units, size=(count, units))
+        for out, column in zip(sums, columns, strict=True):
+            out[start : start + count] = column[idx].sum(axis=1)
+    return sums
+
+
 def paired_bootstrap_gap(
     k_a: np.ndarray,
     n_a: np.ndarray,
@@ -342,12 +372,9 @@ def paired_bootstrap_gap(
     units = len(k_a)
     if units == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, units, size=(resamples, units))
+    ska, sna, skb, snb = resampled_sums([k_a, n_a, k_b, n_b], resamples=resamples, seed=seed)
     with np.errstate(invalid="ignore", divide="ignore"):
-        diffs = k_a[idx].sum(axis=1) / n_a[idx].sum(axis=1) - k_b[idx].sum(axis=1) / n_b[idx].sum(
-            axis=1
-        )
+        diffs = ska / sna - skb / snb
     diffs = diffs[np.isfinite(diffs)]
     if diffs.size == 0:
         return None, None
@@ -421,12 +448,15 @@ def summarize(
         by_constraint[(c.model, c.arm, c.scenario_id, c.constraint_id)] += rate
     models = sorted({t.model for t in tallies})
     categories = sorted({t.category for t in tallies})
-    gap = {m: _gap([t for t in tallies if t.model == m], seed=seed) for m in models}
-    category_gap = {
-        (m, cat): _gap([t for t in tallies if t.model == m and t.category == cat], seed=seed)
-        for m in models
-        for cat in categories
-    }
+    # one pass to group, then one gap per group: linear in the tallies, whatever the
+    # number of models × categories (a pair without tallies has no gap: "–" everywhere)
+    per_model: dict[str, list[Tally]] = defaultdict(list)
+    per_category: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        per_model[t.model].append(t)
+        per_category[(t.model, t.category)].append(t)
+    gap = {m: _gap(per_model[m], seed=seed) for m in models}
+    category_gap = {key: _gap(group, seed=seed) for key, group in sorted(per_category.items())}
     arms = ordered_arms(t.arm for t in tallies)
     trace_rows = [r for r in traces if layer_kind(r.arm) is not None]
     return Summary(
@@ -509,11 +539,15 @@ def memory_stats(
     if not any(a != SeedArm.INCENTIVIZED for a in variants):
         return []
 
+    # grouped once: linear in the tallies, whatever the number of models and arms
+    by_cell: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        by_cell[(t.model, t.arm)].append(t)
     out = []
     for model in models:
-        mine = [t for t in tallies if t.model == model]
+        mandated = by_cell.get((model, SeedArm.MANDATED.value), [])
         for arm, v in variants.items():
-            rows = [t for t in mine if t.arm == arm]
+            rows = by_cell.get((model, arm), [])
             if not rows:
                 continue
             k, n = _per_scenario(rows)
@@ -534,7 +568,7 @@ def memory_stats(
                     turns=v.turns,
                     strict=rate,
                     strict_ci=Interval(rate.value, low, high, len(n)),
-                    gap=_gap(mine, b=arm, seed=seed),
+                    gap=_gap(mandated + rows, b=arm, seed=seed),
                     kind=v.kind,
                     series=v.series,
                 )
@@ -677,10 +711,9 @@ def bootstrap_ratio(
 
     if len(k) == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(k), size=(resamples, len(k)))
+    sk, sn = resampled_sums([k, n], resamples=resamples, seed=seed)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = k[idx].sum(axis=1) / n[idx].sum(axis=1)
+        ratios = sk / sn
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
         return None, None
@@ -757,9 +790,8 @@ def bootstrap_mean(
 
     if values.size == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(resamples, values.size))
-    means = values[idx].mean(axis=1)
+    (sums,) = resampled_sums([values], resamples=resamples, seed=seed)
+    means = sums / values.size  # what ndarray.mean does: the sum, then one division
     alpha = (1 - CI_LEVEL) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(low), float(high)
