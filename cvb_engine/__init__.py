@@ -153,7 +153,7 @@ if TYPE_CHECKING:
     )
     from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions
     from cvb_engine.runner import layer_state_root
-    from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text
+    from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text, unlinked
     from cvb_engine.scenario import (
         ARMS,
         CANARY,
@@ -176,6 +176,7 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown_report.markdown``).
 _WHERE: dict[str, str] = {
+    "unlinked": "cvb_engine.safe_text",
     "scenario_id_problem": "cvb_engine.run_ids",
     "check_scenario_id": "cvb_engine.run_ids",
     "scenario_file": "cvb_engine.scenario",
@@ -558,4 +559,5 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "unlinked",
 ]
