@@ -120,8 +120,11 @@ _MD_HTML = re.compile(r"[&<>]")
 # GitHub-flavoured Markdown (and other renderers that autolink) turns bare URLs
 # (``http://``, ``https://``, ``ftp://``, ``www.``, ``mailto:``, ``xmpp:``) and e-mail
 # addresses into links, and may look at text whose escapes are already resolved; a
-# zero-width space after the scheme, ``www`` or ``@`` breaks what it looks for.
-AUTOLINK = re.compile(r"(?i)(?<![a-z0-9])(https?|ftp|www|mailto|xmpp)(?=s?[:.])|(@)")
+# zero-width space after the scheme, ``www`` or the ``@`` of an address (one followed by
+# a domain: ``memory@load=20`` is an arm, not an address) breaks what it looks for.
+AUTOLINK = re.compile(
+    r"(?i)(?<![a-z0-9])(https?|ftp|www|mailto|xmpp)(?=s?[:.])|(@)(?=[a-z0-9][a-z0-9_-]*\.[a-z0-9])"
+)
 ZWSP = "\u200b"
 
 
