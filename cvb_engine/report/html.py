@@ -27,7 +27,7 @@ from markupsafe import Markup
 from cvb_engine.metrics import IVRSummary, Summary
 from cvb_engine.reference import Reference, load_reference
 from cvb_engine.report import tables as t
-from cvb_engine.report.fmt import RESAMPLES_TEXT, arm_title, error_counts, has_layer_arms
+from cvb_engine.report.fmt import arm_title, error_counts, has_layer_arms, resamples_text
 from cvb_engine.report.notes import ReportNotes
 from cvb_engine.report.svg import (
     ARM_COLORS,
@@ -192,7 +192,7 @@ def html_report(
         facts=facts,
         older=notes.older_rules_text() if notes else None,
         errors_text=_errors_text(layered),
-        resamples=RESAMPLES_TEXT,
+        resamples=resamples_text(summary.resamples),
         charts=charts,
         colors=TONES,
         accuracy=accuracy,

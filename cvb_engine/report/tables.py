@@ -18,10 +18,16 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from cvb_engine.kinds import SeedArm
-from cvb_engine.metrics import LAYER_KINDS, IVRSummary, MemoryStat, Rate, Summary
+from cvb_engine.metrics import (
+    BOOTSTRAP_RESAMPLES,
+    LAYER_KINDS,
+    IVRSummary,
+    MemoryStat,
+    Rate,
+    Summary,
+)
 from cvb_engine.reference import PublishedCVB, Reference
 from cvb_engine.report.fmt import (
-    RESAMPLES_TEXT,
     arm_title,
     fmt_counts,
     fmt_fraction,
@@ -33,6 +39,7 @@ from cvb_engine.report.fmt import (
     fmt_signed,
     has_layer_arms,
     rate_detail,
+    resamples_text,
 )
 
 #: The tone of a gap cell (the renderers' colour for the mandated − incentivized gap).
@@ -138,13 +145,17 @@ def has_gap(summary: Summary) -> bool:
 
 
 GAP_HEADING = "gap (mandated − incentivized) [95% CI]"
-STRICT_NOTE = (
-    "Strict accuracy: share of scored records with every constraint honored. "
-    f"Gap CI: paired bootstrap over scenarios, {RESAMPLES_TEXT}."
-)
-GAP_HELP = (
-    f"mandated − incentivized strict accuracy; paired bootstrap over scenarios, {RESAMPLES_TEXT}"
-)
+
+
+def strict_note(resamples: int = BOOTSTRAP_RESAMPLES) -> str:
+    """The accuracy table's note, naming the gap bootstrap's resamples."""
+    return (
+        "Strict accuracy: share of scored records with every constraint honored. "
+        f"Gap CI: paired bootstrap over scenarios, {resamples_text(resamples)}."
+    )
+
+
+GAP_HELP = "mandated − incentivized strict accuracy; paired bootstrap over scenarios"
 
 
 def accuracy_table(summary: Summary) -> Table:
@@ -154,7 +165,7 @@ def accuracy_table(summary: Summary) -> Table:
     models, arms, omitted = fit(summary.models, summary.arms, 1 + gap)
     columns = [Column("model", outside=True), *_arm_columns(summary, arms, "strict accuracy")]
     if gap:
-        columns.append(Column(GAP_HEADING, help=GAP_HELP))
+        columns.append(Column(GAP_HEADING, help=f"{GAP_HELP}, {resamples_text(summary.resamples)}"))
     rows = []
     for m in models:
         cells = [_text(m), *(_rate(summary.strict.get((m, a)), a) for a in arms)]
@@ -165,7 +176,12 @@ def accuracy_table(summary: Summary) -> Table:
             )
         rows.append(tuple(cells))
     return Table(
-        "accuracy", "Strict accuracy", tuple(columns), tuple(rows), STRICT_NOTE, omitted=omitted
+        "accuracy",
+        "Strict accuracy",
+        tuple(columns),
+        tuple(rows),
+        strict_note(summary.resamples),
+        omitted=omitted,
     )
 
 
@@ -579,11 +595,14 @@ def memory_tables(summary: Summary) -> list[Table]:
 
 # --------------------------------------------------------------------------- IVR
 
-IVR_NOTE = (
-    "IVR per problem = stated-passing solutions failing ≥ 1 hidden test / stated-passing "
-    "solutions; reported IVR = mean over problems with ≥ 1 stated-passing solution; "
-    f"CI: bootstrap over problems, {RESAMPLES_TEXT}."
-)
+
+def ivr_note(resamples: int = BOOTSTRAP_RESAMPLES) -> str:
+    """The IVR table's note, naming its bootstrap's resamples."""
+    return (
+        "IVR per problem = stated-passing solutions failing ≥ 1 hidden test / stated-passing "
+        "solutions; reported IVR = mean over problems with ≥ 1 stated-passing solution; "
+        f"CI: bootstrap over problems, {resamples_text(resamples)}."
+    )
 
 
 def ivr_table(results: Mapping[tuple[str, str], IVRSummary]) -> Table:
@@ -617,7 +636,9 @@ def ivr_table(results: Mapping[tuple[str, str], IVRSummary]) -> Table:
         for r in shown
     )
     columns = tuple(Column(h, outside=i < 2) for i, h in enumerate(header))
-    return Table("ivr", "Intent Violation Rate (IVR)", columns, rows, IVR_NOTE, omitted=omitted)
+    resamples = min((r.resamples for r in results.values()), default=BOOTSTRAP_RESAMPLES)
+    note = ivr_note(resamples)
+    return Table("ivr", "Intent Violation Rate (IVR)", columns, rows, note, omitted=omitted)
 
 
 def _position(key: str) -> tuple[int, str]:
