@@ -37,6 +37,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from cvb_engine.checks.base import get_kind, registry
 from cvb_engine.kinds import SeedArm
+from cvb_engine.run_ids import check_scenario_id
 
 CVB_CATEGORIES: tuple[str, ...] = (
     "library-choice",
@@ -663,6 +664,28 @@ def load_all(paths: Iterable[str | Path]) -> tuple[list[LoadedScenario], list[Pr
         except ScenarioError as exc:
             problems.extend(exc.problems)
     return loaded, problems
+
+
+def scenario_file(root: str | Path, scenario_id: str) -> Path | None:
+    """The library's file of ``scenario_id`` (``<root>/<category>/<id>.yaml``), or None.
+
+    The one way to go from a scenario id (read from a store, a results file or a page) to a
+    file: the id must pass the scenario-id rule (:class:`~cvb_engine.run_ids.RunIdError`
+    otherwise) and is never a pattern; the file found must lie inside ``root`` once links
+    are resolved. Pools (:data:`NON_SCENARIO_DIRS`) are not scenarios.
+    """
+    check_scenario_id(scenario_id, "scenario id")
+    base = Path(root).resolve()
+    if not base.is_dir():
+        return None
+    for category in sorted(base.iterdir()):
+        if not category.is_dir() or category.name in NON_SCENARIO_DIRS:
+            continue
+        for suffix in (".yaml", ".yml"):
+            candidate = (category / f"{scenario_id}{suffix}").resolve()
+            if candidate.is_relative_to(base) and candidate.is_file():
+                return candidate
+    return None
 
 
 def load_library(root: str | Path) -> dict[str, LoadedScenario]:
