@@ -26,6 +26,7 @@ from math import comb
 from typing import Any
 
 from cvb_engine.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_bootstrap_gap
+from cvb_engine.report.tables import Cell, Column, Table
 from cvb_engine.safe_text import markdown_text
 
 __all__ = [
@@ -265,35 +266,43 @@ def _p(value: float) -> str:
     return f"{value:.3g}" if value >= 0.001 else f"{value:.2e}"
 
 
-#: The columns of :func:`comparison_table`.
-COMPARISON_HEADER = (
-    "group",
-    "shared cells",
-    "scenarios",
-    "A",
-    "B",
-    "Δ (B − A)",
-    "95% CI",
-    "lost",
-    "gained",
-    "p",
-)
 #: What the comparison's figures mean, for every renderer.
 COMPARISON_NOTE = (
     "Only the cells both answered are compared. Δ = strict accuracy of B − A; 95% CI: "
     "paired bootstrap over scenarios (10,000 resamples, fixed seed); p: exact McNemar test "
     "on the discordant cells (lost: strictly accurate in A only; gained: in B only)."
 )
-FLAKINESS_HEADER = ("model", "arm", "repeated cells", "flaky", "share", "flaky scenarios")
+_COMPARISON_COLUMNS = (
+    Column("group", outside=True),
+    Column("shared cells"),
+    Column("scenarios"),
+    Column("A", numeric=True, help="strict accuracy of A on the shared cells"),
+    Column("B", numeric=True, help="strict accuracy of B on the shared cells"),
+    Column("Δ (B − A)", numeric=True),
+    Column("95% CI", help="paired bootstrap over scenarios"),
+    Column("lost", help="strictly accurate in A, not in B"),
+    Column("gained", help="strictly accurate in B, not in A"),
+    Column("p", help="exact McNemar test on the lost and gained cells"),
+)
+COMPARISON_HEADER = tuple(c.name for c in _COMPARISON_COLUMNS)
 FLAKINESS_NOTE = (
     "Cells (model, scenario, arm) answered in 2 or more repetitions, and those whose "
     "strict verdict differs between repetitions."
 )
+_FLAKINESS_COLUMNS = (
+    Column("model", outside=True),
+    Column("arm", outside=True),
+    Column("repeated cells"),
+    Column("flaky"),
+    Column("share", numeric=True),
+    Column("flaky scenarios", outside=True),
+)
+FLAKINESS_HEADER = tuple(c.name for c in _FLAKINESS_COLUMNS)
 
 
-def comparison_table(groups: Sequence[PairedComparison]) -> list[tuple[str, ...]]:
-    """One text row per group (:data:`COMPARISON_HEADER`)."""
-    rows: list[tuple[str, ...]] = []
+def comparison_table(groups: Sequence[PairedComparison]) -> Table:
+    """One row per group (all, each model, each arm)."""
+    rows = []
     for g in groups:
         ci = (
             "–" if g.ci_low is None or g.ci_high is None else f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
@@ -301,63 +310,82 @@ def comparison_table(groups: Sequence[PairedComparison]) -> list[tuple[str, ...]
         diff = "–" if g.difference is None else f"{g.difference:+.3f}"
         rows.append(
             (
-                g.label,
-                str(g.pairs),
-                str(g.scenarios),
-                _rate(g.accuracy_a),
-                _rate(g.accuracy_b),
-                diff,
-                ci,
-                str(g.lost),
-                str(g.gained),
-                _p(g.p_value),
+                Cell(g.label),
+                Cell(str(g.pairs), g.pairs),
+                Cell(str(g.scenarios), g.scenarios),
+                Cell(_rate(g.accuracy_a), g.accuracy_a),
+                Cell(_rate(g.accuracy_b), g.accuracy_b),
+                Cell(diff, g.difference),
+                Cell(ci),
+                Cell(str(g.lost), g.lost),
+                Cell(str(g.gained), g.gained),
+                Cell(_p(g.p_value), g.p_value),
             )
         )
-    return rows
+    return Table(
+        key="paired",
+        title="Paired comparison",
+        columns=_COMPARISON_COLUMNS,
+        rows=tuple(rows),
+        note=COMPARISON_NOTE,
+    )
 
 
-def flips_table(comparison: PairedComparison) -> list[tuple[str, str, str]]:
+def flips_table(comparison: PairedComparison) -> Table:
     """Per scenario with a flipped cell: the cells lost and gained."""
-    return [
-        (f.scenario_id, "; ".join(f.lost) or "–", "; ".join(f.gained) or "–")
-        for f in comparison.flips
-    ]
+    return Table(
+        key="flips",
+        title="Flipped cells by scenario",
+        columns=(
+            Column("scenario", outside=True),
+            Column("lost", outside=True),
+            Column("gained", outside=True),
+        ),
+        rows=tuple(
+            (Cell(f.scenario_id), Cell("; ".join(f.lost) or "–"), Cell("; ".join(f.gained) or "–"))
+            for f in comparison.flips
+        ),
+    )
 
 
-def flakiness_table(rows: Sequence[Flakiness]) -> list[tuple[str, ...]]:
-    """One text row per model × arm (:data:`FLAKINESS_HEADER`)."""
-    return [
-        (
-            r.model,
-            r.arm,
-            str(r.cells),
-            str(r.flaky),
-            _rate(r.share),
-            ", ".join(r.flaky_scenarios) or "–",
-        )
-        for r in rows
-    ]
-
-
-def _md_rows(rows: Iterable[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in rows]
+def flakiness_table(rows: Sequence[Flakiness], *, title: str = "Flakiness") -> Table:
+    """One row per model × arm."""
+    return Table(
+        key="flakiness",
+        title=title,
+        columns=_FLAKINESS_COLUMNS,
+        rows=tuple(
+            (
+                Cell(r.model),
+                Cell(r.arm),
+                Cell(str(r.cells), r.cells),
+                Cell(str(r.flaky), r.flaky),
+                Cell(_rate(r.share), r.share),
+                Cell(", ".join(r.flaky_scenarios) or "–"),
+            )
+            for r in rows
+        ),
+        note=FLAKINESS_NOTE,
+        title_outside=True,
+    )
 
 
 def comparison_markdown(title: str, groups: Sequence[PairedComparison], *, a: str, b: str) -> str:
     """The Markdown of a paired comparison: one row per group, then the flips of "all"."""
+    from cvb_engine.report.markdown_report import table_lines
+
+    table = comparison_table(groups)
     lines = [
         f"## {markdown_text(title)}",
         "",
-        f"A = {markdown_text(a)}, B = {markdown_text(b)}. {COMPARISON_NOTE}",
+        f"A = {markdown_text(a)}, B = {markdown_text(b)}. {table.note}",
         "",
-        "| " + " | ".join(COMPARISON_HEADER) + " |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
-        *_md_rows(comparison_table(groups)),
+        *table_lines(table),
     ]
     overall = groups[0] if groups else None
     if overall is not None and overall.flips:
-        lines += ["", "### Flipped cells by scenario", "", "| scenario | lost | gained |"]
-        lines += ["|---|---|---|", *_md_rows(flips_table(overall))]
+        flips = flips_table(overall)
+        lines += ["", f"### {flips.title}", "", *table_lines(flips)]
     elif overall is not None and overall.pairs:
         lines += ["", "No shared cell flipped."]
     if overall is not None and not overall.pairs:
@@ -367,14 +395,7 @@ def comparison_markdown(title: str, groups: Sequence[PairedComparison], *, a: st
 
 def flakiness_markdown(rows: Sequence[Flakiness], *, title: str = "Flakiness") -> str:
     """The flakiness table: per model × arm, cells repeated and those whose verdict varied."""
-    return "\n".join(
-        [
-            f"## {markdown_text(title)}",
-            "",
-            FLAKINESS_NOTE,
-            "",
-            "| " + " | ".join(FLAKINESS_HEADER) + " |",
-            "|---|---|---:|---:|---:|---|",
-            *_md_rows(flakiness_table(rows)),
-        ]
-    )
+    from cvb_engine.report.markdown_report import table_lines
+
+    table = flakiness_table(rows, title=title)
+    return "\n".join([f"## {markdown_text(title)}", "", table.note, "", *table_lines(table)])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cvb_engine.endpoints import PRICES_ENTRY, presets_path
-from cvb_engine.safe_text import markdown_text
+from cvb_engine.report.tables import Cell, Column, Table
 
 __all__ = [
     "BUILTIN_PRICES",
@@ -301,27 +301,28 @@ def format_cost(value: float | None) -> str:
     return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
 
 
-#: The cost table's note, shown above it by every renderer.
+#: The cost table's note, shown with it by every renderer.
 COST_NOTE = (
     "From the stored token counts and the prices (USD per million tokens, input / output); "
     "unknown where no price is configured or an answered record has no token counts."
 )
-COST_HEADER = (
-    "model",
-    "arm",
-    "records",
-    "prompt tokens",
-    "completion tokens",
-    "price in / out",
-    "cost",
-    "cost per strictly accurate record",
+_COST_COLUMNS = (
+    Column("model", outside=True),
+    Column("arm", outside=True),
+    Column("records", help="all records, error records included"),
+    Column("prompt tokens"),
+    Column("completion tokens"),
+    Column("price in / out", help="USD per million tokens, and where the price came from"),
+    Column("cost", help="USD; unknown, never $0, when a price or a token count is missing"),
+    Column("cost per strictly accurate record"),
 )
+COST_HEADER = tuple(c.name for c in _COST_COLUMNS)
 
 
-def cost_table(rows: Sequence[CostRow]) -> list[tuple[str, ...]]:
-    """The cost table's rows as text (:data:`COST_HEADER`), for every renderer; a last
-    row gives the total, unknown when any cell's cost is."""
-    out: list[tuple[str, ...]] = []
+def cost_table(rows: Sequence[CostRow]) -> Table:
+    """The report's cost table (a :class:`~cvb_engine.report.tables.Table`): one row per
+    model × arm, then the total, unknown when any cell's cost is."""
+    out: list[tuple[Cell, ...]] = []
     for r in rows:
         price = (
             f"{r.price.input_per_m:g} / {r.price.output_per_m:g} ({r.price.source})"
@@ -333,29 +334,32 @@ def cost_table(rows: Sequence[CostRow]) -> list[tuple[str, ...]]:
             per += f" ({r.why_unknown})"
         out.append(
             (
-                r.model,
-                r.arm,
-                f"{r.records:,}",
-                f"{r.prompt_tokens:,}",
-                f"{r.completion_tokens:,}",
-                price,
-                format_cost(r.cost),
-                per,
+                Cell(r.model),
+                Cell(r.arm),
+                Cell(f"{r.records:,}", r.records),
+                Cell(f"{r.prompt_tokens:,}", r.prompt_tokens),
+                Cell(f"{r.completion_tokens:,}", r.completion_tokens),
+                Cell(price),
+                Cell(format_cost(r.cost), r.cost),
+                Cell(per, r.cost_per_strict),
             )
         )
+    total = total_cost(rows)
+    records = sum(r.records for r in rows)
+    blank = Cell("")
     out.append(
         (
-            "total",
-            "",
-            f"{sum(r.records for r in rows):,}",
-            "",
-            "",
-            "",
-            format_cost(total_cost(rows)),
-            "",
+            Cell("total"),
+            blank,
+            Cell(f"{records:,}", records),
+            blank,
+            blank,
+            blank,
+            Cell(format_cost(total), total),
+            blank,
         )
     )
-    return out
+    return Table(key="cost", title="Cost", columns=_COST_COLUMNS, rows=tuple(out), note=COST_NOTE)
 
 
 def total_cost(rows: Sequence[CostRow]) -> float | None:
@@ -366,20 +370,10 @@ def total_cost(rows: Sequence[CostRow]) -> float | None:
 
 def cost_markdown(rows: Sequence[CostRow]) -> str:
     """The cost section of the Markdown report."""
-    body = [
-        "| " + " | ".join(markdown_text(cell) for cell in row) + " |" for row in cost_table(rows)
-    ]
-    return "\n".join(
-        [
-            "## Cost",
-            "",
-            COST_NOTE,
-            "",
-            "| " + " | ".join(COST_HEADER) + " |",
-            "|---|---|---:|---:|---:|---|---:|---:|",
-            *body,
-        ]
-    )
+    from cvb_engine.report.markdown_report import table_lines
+
+    table = cost_table(rows)
+    return "\n".join([f"## {table.title}", "", table.note, "", *table_lines(table)])
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def test_cost_rows_by_hand() -> None:
     )
     assert total_cost(list(rows.values())) is None  # one unknown cell: the total is unknown
     assert total_cost([cold, mandated]) == pytest.approx(cold.cost + mandated.cost)  # type: ignore[operator]
-    table = cost_table(list(rows.values()))
+    table = cost_table(list(rows.values())).texts()
     assert table[-1][6] == "unknown" and all(row[6] != "$0" for row in table[2:-1])
 
 
@@ -209,6 +209,11 @@ def test_run_stores_its_prices_and_the_report_costs_it(scenario_dir: Path, tmp_p
             + (u["prompt_tokens"] * 0.5 + u["completion_tokens"] * 1.5) / 1e6
         )
     assert {r.arm: r.cost for r in run_costs(data)} == pytest.approx(by_arm)
+    shown = cvb("report", "c1", "--db", url, "--html", str(tmp_path / "c1.html"))
+    assert shown.returncode == 0, shown.stderr
+    html = (tmp_path / "c1.html").read_text()
+    assert "<h2>Cost</h2>" in html and "<h2>Flakiness</h2>" in html  # 2 repetitions
+    assert format_cost(sum(by_arm.values())) in html
     shown = cvb("report", "c1", "--db", url)
     assert shown.returncode == 0 and "## Cost" in shown.stdout
     assert format_cost(sum(by_arm.values())) in shown.stdout

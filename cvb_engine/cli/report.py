@@ -59,7 +59,7 @@ def _limitations(path: str | None, scenario_ids: list[str]) -> tuple[tuple[str, 
     """The stated limitations of the run's constraints; none when the library does not load
     (a report never fails for want of its notes)."""
     from cvb_engine.library import scenarios_root
-    from cvb_engine.report import limitations_of
+    from cvb_engine.report.notes import limitations_of
     from cvb_engine.scenario import ScenarioError, load_library
 
     path = str(scenarios_root(path))
@@ -145,10 +145,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             print(terminal_text(text))
         return 0
-    from cvb_engine.compare import flakiness, flakiness_markdown, verdicts
-    from cvb_engine.cost import cost_markdown, run_costs
+    from cvb_engine.compare import flakiness, flakiness_markdown, flakiness_table, verdicts
+    from cvb_engine.cost import cost_markdown, cost_table, run_costs
     from cvb_engine.metrics import ivr, summarize_rows
-    from cvb_engine.report import ReportNotes, ivr_markdown, markdown, records_csv, sandbox_label
+    from cvb_engine.report.export import records_csv
+    from cvb_engine.report.markdown_report import ivr_markdown, markdown
+    from cvb_engine.report.notes import ReportNotes, sandbox_label
     from cvb_engine.results import (
         db_ivr_rows,
         db_summary,
@@ -221,7 +223,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.csv:
         write_text_atomic(args.csv, records_csv(data["records"]))
     if args.html:
-        from cvb_engine.report_html import html_report
+        from cvb_engine.report.html import html_report
 
         write_text_atomic(
             args.html,
@@ -231,7 +233,10 @@ def cmd_report(args: argparse.Namespace) -> int:
                 meta=meta,
                 ivr_results=ivr_results,
                 notes=notes,
-                costs=costs,
+                sections=[
+                    *([cost_table(costs)] if costs else []),
+                    *([flakiness_table(flaky)] if any(f.cells for f in flaky) else []),
+                ],
             ),
         )
     outputs = (

@@ -19,6 +19,16 @@ def _md_row(text: str, first: str, section: str = "") -> list[str]:
     return [c.strip().replace("\\", "") for c in line.strip("|").split("|")]
 
 
+def _same(shown: list[object], md: list[str]) -> None:
+    """A dataframe row equals the report's: numbers to the report's 3 places, text as is."""
+    assert len(shown) == len(md)
+    for value, text in zip(shown, md, strict=True):
+        if isinstance(value, float):
+            assert float(text) == pytest.approx(value, abs=5e-4), (value, text)
+        else:
+            assert str(value).replace("\\", "") == text
+
+
 def _frame(at: object, column: str, contains: str) -> object:
     for d in at.dataframe:  # type: ignore[attr-defined]
         df = d.value
@@ -59,7 +69,7 @@ def test_compare_view_pairs_runs_and_models_like_the_report(
     report = capsys.readouterr().out
     first = groups.iloc[0]  # type: ignore[attr-defined]
     assert first["group"] == "all"
-    assert [str(v).replace("\\", "") for v in first] == _md_row(report, "all")
+    _same(list(first), _md_row(report, "all"))
     assert int(first["gained"]) > 0  # the second run recovered scenarios for m-b
     flaky = [d.value for d in at.dataframe if "flaky scenarios" in d.value.columns]
     assert len(flaky) == 2
@@ -71,5 +81,5 @@ def test_compare_view_pairs_runs_and_models_like_the_report(
     capsys.readouterr()
     assert cli.main(["report", RUN_ID, "--db", store.db_url, "--compare-models", "m-a", "m-b"]) == 0
     by_models = capsys.readouterr().out
-    assert [str(v).replace("\\", "") for v in models[1].iloc[0]] == _md_row(by_models, "all")
+    _same(list(models[1].iloc[0]), _md_row(by_models, "all"))
     assert "Pick two different models." not in texts(at)

@@ -3,17 +3,9 @@ the engine's table models (cvb_engine.cost, cvb_engine.compare) drawn as tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import streamlit as st
 
 from cvb_engine import (
-    COMPARISON_HEADER,
-    COMPARISON_NOTE,
-    COST_HEADER,
-    COST_NOTE,
-    FLAKINESS_HEADER,
-    FLAKINESS_NOTE,
     PairedComparison,
     comparison_table,
     cost_table,
@@ -23,45 +15,39 @@ from cvb_engine import (
 from studio import cache
 from studio.components.text import plain
 from studio.views.results.context import ResultsContext
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], key: str) -> None:
-    # every cell is text from the engine's table model (model ids come from servers):
-    # st.dataframe shows it as text, never as Markdown or HTML
-    st.dataframe(
-        [dict(zip(header, row, strict=True)) for row in rows],
-        hide_index=True,
-        width="stretch",
-        key=key,
-    )
+from studio.views.results.style import draw_table
 
 
 def render_costs(ctx: ResultsContext) -> None:
     """The Cost section of the Overview: one table per selected run."""
     st.subheader("Cost")
     per_run = cache.run_costs(ctx.url, ctx.run_ids, ctx.version)
+    note = ""
     for run_id, rows in per_run:
         if len(per_run) > 1:
             st.markdown(f"**{plain(run_id)}**")
         if not rows:
             st.caption("No records.")
             continue
-        _table(COST_HEADER, cost_table(rows), key=f"results_cost_{run_id}")
+        table = cost_table(rows)
+        note = table.note
+        draw_table(table)
     st.caption(
-        COST_NOTE + " Prices: `--price-in`/`--price-out` when the run started, a preset's, "
+        plain(note) + " Prices: `--price-in`/`--price-out` when the run started, a preset's, "
         "or the `prices` table of `data/endpoints.json` (README, “Cost”)."
     )
 
 
-def _comparison(groups: list[PairedComparison], key: str) -> None:
-    _table(COMPARISON_HEADER, comparison_table(groups), key=f"{key}_groups")
-    st.caption(COMPARISON_NOTE)
+def _comparison(groups: list[PairedComparison]) -> None:
+    table = comparison_table(groups)
+    draw_table(table)
+    st.caption(plain(table.note))
     overall = groups[0] if groups else None
     if overall is None or not overall.pairs:
         st.info("The two share no answered cell: nothing to compare.")
     elif overall.flips:
         with st.expander(f"Flipped cells by scenario ({len(overall.flips)} scenarios)"):
-            _table(("scenario", "lost", "gained"), flips_table(overall), key=f"{key}_flips")
+            draw_table(flips_table(overall))
     else:
         st.caption("No shared cell flipped.")
 
@@ -71,15 +57,16 @@ def render_paired_runs(url: str, run_a: str, run_b: str) -> None:
     st.subheader("Paired comparison (shared cells)")
     versions = (cache.version_of((run_a,)), cache.version_of((run_b,)))
     groups, flaky_a, flaky_b = cache.paired_runs(url, run_a, run_b, versions)
-    _comparison(groups, "results_pair_runs")
+    _comparison(groups)
     st.subheader("Flakiness")
-    st.caption(FLAKINESS_NOTE)
     for run_id, rows in ((run_a, flaky_a), (run_b, flaky_b)):
         st.markdown(f"**{plain(run_id)}**")
         if any(r.cells for r in rows):
-            _table(FLAKINESS_HEADER, flakiness_table(rows), key=f"results_flaky_{run_id}")
+            table = flakiness_table(rows, title=run_id)
+            draw_table(table)
         else:
             st.caption("No cell was answered in two or more repetitions.")
+    st.caption(plain(flakiness_table([]).note))
 
 
 def render_paired_models(ctx: ResultsContext) -> None:
@@ -102,6 +89,4 @@ def render_paired_models(ctx: ResultsContext) -> None:
         st.info("Pick two different models.")
         return
     version = cache.version_of((run_id,))
-    _comparison(
-        cache.paired_models(ctx.url, run_id, model_a, model_b, version), "results_pair_models"
-    )
+    _comparison(cache.paired_models(ctx.url, run_id, model_a, model_b, version))
