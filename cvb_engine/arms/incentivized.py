@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cvb_engine.arms import ArmContext, ArmError, Message, register_arm
 from cvb_engine.memory_notes import (
@@ -138,6 +138,12 @@ class Params(BaseModel):
         le=10_000_000,
         description="bytes of memory delivered (inline, system, file); the rest is cut",
     )
+
+    @field_validator("stale", "budget", mode="before")
+    @classmethod
+    def _none(cls, value: object) -> object:
+        # ``stale=none`` / ``budget=none`` name the default, so a sweep can include it
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "") else value
 
     @model_validator(mode="after")
     def _budget_channel(self) -> Params:

@@ -299,7 +299,12 @@ TOOL_USE_NOTE = (
 
 def _incentivized(summary: Summary) -> list[MemoryStat]:
     """The incentivized arm's stats, none when no incentivized variant beyond the seed ran."""
-    stats = [m for m in summary.memory if m.kind == SeedArm.INCENTIVIZED]
+    # stale= and budget= variants have tables of their own (cvb_engine.report.memory_realism)
+    stats = [
+        m
+        for m in summary.memory
+        if m.kind == SeedArm.INCENTIVIZED and not m.stale and m.budget is None
+    ]
     return stats if any(m.arm != SeedArm.INCENTIVIZED for m in stats) else []
 
 
@@ -538,8 +543,40 @@ def memory_tables(summary: Summary) -> list[MemoryTable]:
             names=2,
             note=TOOL_USE_NOTE,
         ),
+        *realism_tables(summary),
     ]
     return [t for t in tables if t.rows]
+
+
+def realism_tables(summary: Summary) -> list[MemoryTable]:
+    """The memory-realism tables (README: Memory realism): outdated notes, delivery, the
+    budget curve and the turns curve."""
+    from cvb_engine.report import memory_realism as mr
+
+    return [
+        MemoryTable(
+            "Outdated notes: strict accuracy [95% CI] with the superseded decisions, and the drop",
+            *mr.stale_table(summary),
+            names=2,
+            note=mr.STALE_NOTE,
+        ),
+        MemoryTable(
+            "Delivered versus not delivered (per-constraint honored rate [95% CI])",
+            *mr.delivery_table(summary),
+            names=2,
+            note=mr.DELIVERY_NOTE,
+        ),
+        MemoryTable(
+            "Adherence versus delivery budget (strict accuracy [95% CI])",
+            *mr.budget_table(summary),
+            note=mr.BUDGET_NOTE,
+        ),
+        MemoryTable(
+            "Adherence versus unrelated exchanges since the memory (history channel, strict "
+            "accuracy [95% CI])",
+            *mr.turns_table(summary),
+        ),
+    ]
 
 
 def memory_markdown(summary: Summary) -> list[str]:
