@@ -36,7 +36,7 @@ DELIVERY_HEADER = [
     "model",
     "arm",
     "records",
-    "records with a note cut",
+    "records with a note not delivered",
     "notes delivered",
     "honored: delivered",
     "honored: not delivered",
