@@ -46,7 +46,7 @@ ARMS = [
 def _run(tmp_path: Path, order: str) -> tuple[str, DecisionStub]:
     root = write_library(tmp_path / "scenarios", n=4)
     library = [item.scenario for item in load_library(root).values()]
-    stub = DecisionStub(library, order=order)  # type: ignore[arg-type]
+    stub = DecisionStub(library, order=order)
     db = f"sqlite:///{tmp_path / 'cvb.db'}"
     with FakeOpenAI(["m-a"], reply=stub) as server:
         opts = options(server.base_url, root, db, arms=list(dict.fromkeys(ARMS)))
