@@ -1,4 +1,5 @@
-"""Memory: accuracy against memory load, and the memory layers' tables."""
+"""Memory: accuracy against memory load, the drop outdated notes cause, delivered versus
+ignored notes, and the memory tables."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ def render(ctx: ResultsContext) -> None:
     st.caption(MEMORY_NOTE)
     if summary.memory:
         chart(charts.memory_curve(summary), "results_fig_memory")
+    if summary.stale:
+        chart(charts.stale_drop(summary), "results_fig_stale")
+    if summary.delivery:
+        chart(charts.delivery_split(summary), "results_fig_delivery")
     for table in memory_tables(summary):
         st.markdown(f"##### {table.title}")
         # names in the cells (models, arms, layers) come from outside: a dataframe
