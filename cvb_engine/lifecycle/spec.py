@@ -144,19 +144,29 @@ def sweep_arms(
     the history channel: each channel gets the axes that apply to it."""
     if not (loads or stale or budgets or turns):
         return []
+    # without a budget or turns every channel takes the same axes: one sweep, as before
+    groups: list[list[str]] = [list(channels)]
+    if budgets or turns:
+        groups = [[c for c in channels if c != "history"], ["history"]]
+        if not channels:
+            # turns alone sweep the history channel; a budget, the default channel
+            groups = ([[]] if budgets else []) + ([["history"]] if turns else [])
+        elif "history" not in channels:
+            groups = groups[:1]
+        elif not groups[0]:
+            groups = groups[1:]
     names: list[str] = []
-    each: list[str | None] = [*channels] or [None]
-    for channel in each:
+    for group in groups:
         specs = [f"load={','.join(str(n) for n in loads)}"] if loads else []
         if positions:
             specs.append(f"position={','.join(positions)}")
-        if channel is not None:
-            specs.append(f"channel={channel}")
+        if group:
+            specs.append(f"channel={','.join(group)}")
         if stale:
             specs.append(f"stale={','.join(stale)}")
-        if budgets and channel != "history":
+        if budgets and group != ["history"]:
             specs.append(f"budget={','.join('none' if b is None else str(b) for b in budgets)}")
-        if turns and channel == "history":
+        if turns and group == ["history"]:
             specs.append(f"turns={','.join(str(t) for t in turns)}")
         names += expand_sweep(specs) if specs else ["incentivized"]
     return list(dict.fromkeys(names))

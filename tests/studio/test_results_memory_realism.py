@@ -14,6 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_results_page import decode, figures, html, run, start
+from test_run_page import SCENARIOS, open_page, studio, texts  # noqa: F401 (studio: a fixture)
+from test_run_page import run as run_page
 
 from cvb_engine.store import dispose_engines
 
@@ -84,7 +86,30 @@ def test_side_by_side_marks_the_constraints_cut_from_memory(env: None, realism) 
     run(at)
     # the badges of the budget=260 column: each arm's badges are one html element, in the
     # matrix's arm order (load 0 before load=6,budget=260)
-    badges = [h.value for h in at.html if "(budget 260 bytes)" in h.value][0]
+    badges = next(h.value for h in at.html if "(budget 260 bytes)" in h.value)
     assert sorted(re.findall(r'data-cut="([^"]+)"', badges)) == sorted(cut)
     assert kept and all(f'data-constraint="{cid}"' in badges for cid in kept)
     assert 'data-stale="' in html(at)  # stale=only: the outdated note alone
+
+
+@pytest.mark.usefixtures("studio")
+def test_the_run_pages_sweep_builder_offers_stale_budget_and_turns() -> None:
+    at = open_page()
+    at.radio(key="run_pick_mode").set_value("One by one")
+    run_page(at)
+    at.multiselect(key="run_only").set_value(sorted(SCENARIOS))
+    at.number_input(key="run_runs").set_value(1)
+    at.multiselect(key="run_arms").set_value(["mandated"])
+    at.multiselect(key="run_sweep_channels").set_value(["inline", "history"])
+    at.multiselect(key="run_sweep_stale").set_value(["none", "only"])
+    at.multiselect(key="run_sweep_budgets").set_value([1000])
+    at.multiselect(key="run_sweep_turns").set_value([0, 4])
+    run_page(at)
+    page = texts(at)
+    # mandated + inline (stale none/only × budget 1000) + history (stale none/only × turns 0/4)
+    assert "2 scenarios × 7 arms × 1 repetition" in page
+    for arm in (
+        "incentivized@stale=only,budget=1000",
+        "incentivized@channel=history,turns=4,stale=only",
+    ):
+        assert arm in page, arm
