@@ -11,7 +11,10 @@ superseded one, or a distractor, so a record can say what the model was given.
 :func:`cut` cuts a memory text to a byte budget the way agent tools cut a rules
 file that is too long: whole lines are kept while they fit, then one marker line
 says that text was cut and how much. :func:`delivered` says, per note, whether
-its text came entirely before the cut.
+its text came entirely before the cut, and :func:`delivery_of` turns that into
+the per-constraint flags a record stores. A renderer (the incentivized arm's
+prompt, an agent's rules file) writes the notes in order, keeps each note's byte
+span in the text it wrote, cuts that text, and asks :func:`delivery_of`.
 
 Superseded notes
     A constraint's ``superseded`` field is the earlier decision it replaced, a
@@ -43,6 +46,7 @@ __all__ = [
     "Stale",
     "cut",
     "delivered",
+    "delivery_of",
     "distractors",
     "memory_notes",
     "place",
@@ -266,3 +270,25 @@ def delivered(spans: Sequence[tuple[int, int]], result: Cut) -> list[bool]:
     """For each byte span ``(start, end)`` of the original text, whether it lies
     entirely before the cut (so the model got all of it)."""
     return [end <= result.kept for _start, end in spans]
+
+
+def delivery_of(
+    notes: Sequence[MemoryNote],
+    spans: Sequence[tuple[int, int]],
+    result: Cut,
+    constraint_ids: Sequence[str],
+) -> dict[str, dict[str, bool | None]]:
+    """Per constraint, what of its notes reached the model: ``delivered`` (its current note
+    lies entirely before the cut; False when the memory does not hold it) and
+    ``superseded_delivered`` (the same for its superseded note; None when the memory does
+    not hold one). ``spans`` are the notes' byte spans in the text ``result`` was cut from,
+    in the order of ``notes``: what a record stores (``Record.memory_json``)."""
+    per: dict[str, dict[str, bool | None]] = {
+        cid: {"delivered": False, "superseded_delivered": None} for cid in constraint_ids
+    }
+    for note, got in zip(notes, delivered(spans, result), strict=True):
+        if note.constraint_id is None or note.constraint_id not in per:
+            continue
+        key = "delivered" if note.kind == NoteKind.CURRENT else "superseded_delivered"
+        per[note.constraint_id][key] = got
+    return per

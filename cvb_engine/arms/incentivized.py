@@ -43,10 +43,9 @@ from cvb_engine.arms import ArmContext, ArmError, Message, register_arm
 from cvb_engine.memory_notes import (
     Cut,
     MemoryNote,
-    NoteKind,
     Stale,
     cut,
-    delivered,
+    delivery_of,
     distractors,
     memory_notes,
     place,
@@ -194,20 +193,19 @@ def _document(params: Params, notes_text: str) -> tuple[str, int]:
     return head + notes_text, len(head.encode("utf-8"))
 
 
-def _delivery(scenario: Scenario, params: Params, context: ArmContext) -> tuple[str, Cut, dict]:
+def _delivery(
+    scenario: Scenario, params: Params, context: ArmContext
+) -> tuple[str, Cut, dict[str, Any]]:
     notes = _notes(scenario, params, context)
     text, spans = _render(notes)
     document, offset = _document(params, text)
     result = cut(document, params.budget if params.channel != "history" else None)
-    whole = delivered([(a + offset, b + offset) for a, b in spans], result)
-    per: dict[str, dict[str, Any]] = {
-        c.id: {"delivered": False, "superseded_delivered": None} for c in scenario.constraints
-    }
-    for note, got in zip(notes, whole, strict=True):
-        if note.constraint_id is None or note.constraint_id not in per:
-            continue
-        key = "delivered" if note.kind == NoteKind.CURRENT else "superseded_delivered"
-        per[note.constraint_id][key] = got
+    per = delivery_of(
+        notes,
+        [(a + offset, b + offset) for a, b in spans],
+        result,
+        [c.id for c in scenario.constraints],
+    )
     info = {
         "arm": "incentivized",
         "channel": params.channel,
