@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         DeliveryStat,
         Interval,
         IVRSummary,
+        MemoryStat,
         Rate,
         RecordRow,
         StaleStat,
@@ -137,6 +138,7 @@ if TYPE_CHECKING:
         records_csv,
     )
     from cvb_engine.report import markdown as markdown_report
+    from cvb_engine.report.memory_realism import budget_curves, turns_curves
     from cvb_engine.report_html import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR, html_report
     from cvb_engine.results import export_results
     from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
@@ -183,6 +185,9 @@ _WHERE: dict[str, str] = {
     "StaleStat": "cvb_engine.metrics",
     "memory_notes": "cvb_engine.memory_notes",
     "read_delivery": "cvb_engine.memory_trace",
+    "budget_curves": "cvb_engine.report.memory_realism",
+    "turns_curves": "cvb_engine.report.memory_realism",
+    "MemoryStat": "cvb_engine.metrics",
     "CellRecord": "cvb_engine.queries",
     "CheckKind": "cvb_engine.checks",
     "CheckResult": "cvb_engine.checks",
@@ -403,6 +408,7 @@ __all__ = [
     "LayerParams",
     "LoadedScenario",
     "MemoryNote",
+    "MemoryStat",
     "NoteKind",
     "Pool",
     "PoolEntry",
@@ -434,6 +440,7 @@ __all__ = [
     "arm_kind",
     "arm_order",
     "arm_title",
+    "budget_curves",
     "build_messages",
     "cancel_run",
     "canonical_arm",
@@ -530,4 +537,5 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "turns_curves",
 ]

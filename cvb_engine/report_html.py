@@ -460,12 +460,15 @@ def memory_curve_svg(summary: Summary) -> str:
 
 
 def _memory_section(summary: Summary) -> str:
+    from cvb_engine.report.memory_realism import realism_svgs
+
     if not summary.memory and not summary.tool_use:
         return ""
     parts = [
         "<h2>Memory arms</h2>",
         f'<p class="muted">{_e(MEMORY_NOTE)}</p>',
         memory_curve_svg(summary),
+        realism_svgs(summary),
     ]
     for table in memory_tables(summary):
         parts += [f"<h3>{_e(table.title)}</h3>", _plain_table(table.header, table.rows)]

@@ -175,6 +175,10 @@ def test_every_output_carries_the_sections(
         "Adherence versus unrelated exchanges since the memory",
     ):
         assert title in md and title in page, title
+    # the curves drawn: budget (none last) and turns
+    assert 'aria-label="Strict accuracy against the delivery budget in bytes' in page
+    assert 'data-curve="m-a · inline · load 6"' in page and ">none</text>" in page
+    assert 'aria-label="Strict accuracy against unrelated exchanges since the memory' in page
     data: dict[str, Any] = json.loads(out["json"].read_text())
     realism = data["memory_realism"]
     assert {s["arm"] for s in realism["stale"]} >= {

@@ -25,6 +25,7 @@ from cvb_engine import (
     Comparison,
     Interval,
     IVRSummary,
+    MemoryStat,
     PublishedCVB,
     PublishedIVR,
     Rate,
@@ -617,4 +618,36 @@ def delivery_split(summary: Summary) -> go.Figure:
     )
     fig.update_yaxes(range=[0, 1.05])
     fig.update_layout(barmode="group")
+    return fig
+
+
+def realism_curve(
+    curves: Sequence[tuple[str, Mapping[int | None, MemoryStat]]], *, title: str, x_title: str
+) -> go.Figure:
+    """Strict accuracy against a delivery budget or a number of turns
+    (:func:`cvb_engine.budget_curves`, :func:`cvb_engine.turns_curves`): one line per curve,
+    the x values as evenly spaced categories in order ("none", no budget, last), each point
+    with its 95% CI as error bars."""
+    xs: list[int | None] = [*sorted({x for _, by in curves for x in by if x is not None})]
+    if any(None in by for _, by in curves):
+        xs.append(None)
+    names = ["none" if x is None else f"{x:,}" for x in xs]
+    palette = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a", "#ad1a72")
+    fig = go.Figure()
+    for i, (label, by) in enumerate(curves):
+        shown = [x for x in xs if x in by and by[x].strict.value is not None]
+        fig.add_scatter(
+            x=[names[xs.index(x)] for x in shown],
+            y=[by[x].strict.value for x in shown],
+            mode="lines+markers",
+            name=_t(label),
+            line={"color": palette[i % len(palette)], "width": 2},
+            error_y=_whiskers([by[x].strict_ci for x in shown]),
+            customdata=[[f"{by[x].strict.k}/{by[x].strict.n}"] for x in shown],
+            hovertemplate=f"<b>{_t(label)}</b><br>{x_title} %{{x}}: strict %{{y:.3f}} "
+            "(%{customdata[0]})<extra></extra>",
+        )
+    _layout(fig, title=title, y_title="strict accuracy")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=names, title=x_title)
+    fig.update_yaxes(range=[0, 1.05])
     return fig

@@ -59,6 +59,11 @@ def test_memory_view_draws_the_stale_drop_and_delivered_versus_not(env: None) ->
     # None: a variant with no pair on that side (nothing cut, or nothing delivered)
     assert set(decode(delivered["y"])) - {None} == {1.0}
     assert set(decode(missed["y"])) - {None} == {0.0}
+    budget = figs["Strict accuracy against the delivery budget (bytes; 95% CI)"]
+    inline0 = next(t for t in budget["data"] if t["name"] == "m-a · inline · load 0")
+    assert list(inline0["x"]) == ["260", "520", "900", "none"]
+    assert decode(inline0["y"]) == [0.0, 0.5, 1.0, 1.0]  # more delivered, more followed
+    assert "Strict accuracy against unrelated exchanges since the memory (95% CI)" in figs
     headers = [list(d.value.columns) for d in at.dataframe]
     assert any("honored: not delivered" in h for h in headers)
     assert any("no budget" in h for h in headers)
