@@ -236,10 +236,12 @@ def notes_of(scenario: Scenario, params: Params, context: ArmContext) -> str:
     return _render(_notes(scenario, params, context))[0]
 
 
+# The version stays: every variant that existed before stale= and budget= builds the same
+# bytes (tests/test_arm_pins.py), and a new variant's name says what is new.
 @register_arm(
     "incentivized",
     params=Params,
-    version="2.0+memory.2",
+    version="2.0+memory.1",
     description="The constraints as project memory (past decisions), never as orders; with "
     "load, position and channel, among distractor notes and through other channels; with "
     "stale, beside or instead of the decisions they replaced; with budget, cut to N bytes.",
