@@ -23,7 +23,7 @@ from cvb_engine import cli
 from cvb_engine.arms import expand_sweep
 from cvb_engine.memory_trace import read_delivery
 from cvb_engine.metrics import summarize_rows
-from cvb_engine.report.memory_realism import delivery_table
+from cvb_engine.report.tables import delivery_table
 from cvb_engine.results import db_summary, load_results_file, rows_from_results
 from cvb_engine.scenario import load_library
 from cvb_engine.store import ConstraintResult, Record, get_engine
