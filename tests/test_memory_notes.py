@@ -342,3 +342,55 @@ def test_a_missing_note_is_an_error_in_the_shipped_set_and_a_warning_while_autho
 def test_the_shipped_library_lints_clean_of_superseded_findings() -> None:
     findings = [f for f in lint_paths([SHIPPED]) if f.code in ("E024", "E025", "E026", "E027")]
     assert findings == []
+
+
+# --------------------------------------------------------------------------- the whole library
+
+LIBRARY_ARMS = [
+    "incentivized@stale=with",
+    "incentivized@stale=only",
+    "incentivized@channel=history,stale=with",
+    *(
+        f"incentivized@load={load},channel={channel}{stale},budget={budget}"
+        for load in (0, 25)
+        for channel in ("inline", "system", "file")
+        for stale in ("", ",stale=with", ",stale=only")
+        for budget in (200, 700, 1500, 4000)
+    ),
+]
+
+
+def test_delivered_flags_match_the_prompt_for_every_shipped_scenario() -> None:
+    """Over the shipped library (75 constraints with real texts and notes) and 75 variants:
+    a note is flagged delivered exactly when its whole text is in what the model is sent,
+    and a note that is not delivered leaves no line of it behind."""
+    from cvb_engine.arms import ArmContext
+
+    context = ArmContext()
+    library = load_library(SHIPPED)
+    n_true = n_false = 0
+    for item in library.values():
+        scenario = item.scenario
+        if scenario.category == "ivr":
+            continue
+        for arm in LIBRARY_ARMS:
+            variant = parse_arm(arm)
+            sent = " ".join(
+                " ".join(m["content"].split()) for m in build_messages(scenario, arm, context)
+            )
+            info = variant.memory(scenario, context)
+            assert info is not None
+            for c in scenario.constraints:
+                flags = info["constraints"][c.id]
+                current = " ".join(c.text.split())
+                old = " ".join((c.superseded or "").split())
+                assert flags["delivered"] == (current in sent), (scenario.id, arm, c.id)
+                if flags["superseded_delivered"] is None:
+                    assert old not in sent
+                else:
+                    assert flags["superseded_delivered"] == (old in sent)
+                n_true += flags["delivered"]
+                n_false += not flags["delivered"]
+            if info["cut"]:
+                assert "[Cut here: the remaining" in sent and info["kept_bytes"] <= info["budget"]
+    assert n_true > 1000 and n_false > 1000  # both sides well covered
