@@ -559,7 +559,8 @@ def _memory_variant(arm: str) -> _MemoryVariant | None:
     load = int(getattr(params, "load", 0))
     if variant.kind.name in LAYER_KINDS:
         series = ArmVariant(variant.kind, params.model_copy(update={"load": 0})).name
-        return _MemoryVariant(variant.kind.name, series, load)
+        stale = str(getattr(params, "stale", None) or "")
+        return _MemoryVariant(variant.kind.name, series, load, stale=stale)
     return _MemoryVariant(
         SeedArm.INCENTIVIZED.value,
         SeedArm.INCENTIVIZED.value,

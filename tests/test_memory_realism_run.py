@@ -40,7 +40,15 @@ ARMS = [
     "incentivized@channel=history,turns=0",
     "incentivized@channel=history,turns=4",
     *BUDGET_SWEEP,
+    "memory",
+    "memory@stale=with",
+    "memory@stale=only",
 ]
+
+
+def _realistic(arm: str) -> bool:
+    """An incentivized variant that stores delivery flags."""
+    return arm.startswith("incentivized@") and ("stale=" in arm or "budget=" in arm)
 
 
 def _run(tmp_path: Path, order: str) -> tuple[str, DecisionStub]:
@@ -75,6 +83,7 @@ def ran(
     mp.setenv("NO_PROXY", "127.0.0.1,localhost")
     mp.delenv("CVB_DATABASE_URL", raising=False)
     mp.setenv(KEY_VAR, KEY)
+    mp.setenv("CVB_LAYER_STATE", str(tmp / "layers"))
     try:
         db, stub = _run(tmp, request.param)
     finally:
@@ -90,8 +99,10 @@ def test_stored_delivered_flags_are_what_the_stub_was_given(
     for record, _honored in _records(db):
         assert record.status == "ok"
         delivery = read_delivery(record.memory_json)
-        realistic = "stale=" in record.arm or "budget=" in record.arm
-        if not realistic:
+        if record.arm.startswith("memory"):
+            assert read_delivery(record.memory_json) is None  # a layer's trace
+            continue
+        if not _realistic(record.arm):
             assert record.memory_json is None  # plain variants store nothing, as before
             continue
         assert delivery is not None, record.arm
@@ -115,7 +126,7 @@ def test_the_reports_split_matches_what_the_stub_followed(
     db, stub, _ = ran
     expected: dict[str, dict[str, list[int]]] = defaultdict(lambda: {"in": [0, 0], "out": [0, 0]})
     for record, honored in _records(db):
-        if "stale=" not in record.arm and "budget=" not in record.arm:
+        if not _realistic(record.arm):
             continue
         given = stub.given[record.messages_sha256]
         followed = stub.followed[record.messages_sha256]
@@ -152,6 +163,10 @@ def test_the_stale_drop_per_model(ran: tuple[str, DecisionStub, Path]) -> None:
     assert only.strict.value == 0.0 and only.drop.value == 1.0
     with_ = drops["incentivized@stale=with"]
     assert with_.drop.value == (0.0 if stub.order == "last" else 1.0)
+    # the memory layer ingested only the outdated notes: the stub never saw a current one
+    layer_only = drops["memory@stale=only"]
+    assert layer_only.base == "memory" and layer_only.strict.value == 0.0
+    assert "memory@stale=with" in drops
     # a stale variant is compared with the same variant without it, budget and load kept
     assert (
         drops["incentivized@load=6,stale=with,budget=700"].base == "incentivized@load=6,budget=700"

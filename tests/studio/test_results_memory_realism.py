@@ -31,6 +31,7 @@ def realism(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     mp.setenv("NO_PROXY", "127.0.0.1,localhost")
     mp.delenv("CVB_DATABASE_URL", raising=False)
     mp.setenv(KEY_VAR, KEY)
+    mp.setenv("CVB_LAYER_STATE", str(tmp / "layers"))
     try:
         db, _stub = _run(tmp, "last")
     finally:
