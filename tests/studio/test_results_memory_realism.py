@@ -54,7 +54,9 @@ def test_memory_view_draws_the_stale_drop_and_delivered_versus_not(env: None) ->
     figs = {f["layout"]["title"]["text"]: f for f in figures(at)}
     drop = figs["Outdated notes: drop in strict accuracy (95% CI)"]
     bars = {t["name"]: t for t in drop["data"]}
-    assert decode(bars["stale=only"]["y"]) == [1.0]  # the stub followed what it saw
+    only = dict(zip(bars["stale=only"]["x"], decode(bars["stale=only"]["y"]), strict=True))
+    assert only["m-a · incentivized"] == 1.0  # the stub followed what it saw
+    assert set(only) == {"m-a · incentivized", "m-a · memory"}  # the layer's too
     split = figs["Delivered versus not delivered: constraints honored (95% CI)"]
     delivered, missed = split["data"]
     # None: a variant with no pair on that side (nothing cut, or nothing delivered)
