@@ -50,15 +50,15 @@ RATE_WINDOW_S = 60.0
 #: Tolerance between the clock that stamps the heartbeat and process start times.
 _CLOCK_SLACK_S = 2.0
 
-RunState = Literal["created", "running", "finished", "cancelled", "failed", "died"]
+RunState = Literal["created", "running", "finished", "incomplete", "cancelled", "failed", "died"]
 _STORED: dict[str, RunState] = {
     RunStatus.CREATED: "created",
     RunStatus.FINISHED: "finished",
     RunStatus.CANCELLED: "cancelled",
     RunStatus.FAILED: "failed",
-    # Sending ended with cells still missing: shown as failed, and
-    # resumable, until the studio has a state of its own for it.
-    RunStatus.INCOMPLETE: "failed",
+    # Sending ended as it should with cells still missing (a runner gave up on
+    # them, or left before the others were done): not a failure, and resumable.
+    RunStatus.INCOMPLETE: "incomplete",
 }
 
 
@@ -197,7 +197,10 @@ class RunProgress:
 
     @property
     def resumable(self) -> bool:
-        return self.state in ("cancelled", "died", "failed", "created") and self.missing > 0
+        return (
+            self.state in ("incomplete", "cancelled", "died", "failed", "created")
+            and self.missing > 0
+        )
 
     @property
     def retryable(self) -> bool:
