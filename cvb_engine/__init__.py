@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
     from cvb_engine.memory_trace import Trace, TraceCall, read_trace
     from cvb_engine.metrics import (
+        BOOTSTRAP_RESAMPLES,
         LAYER_KINDS,
         IVRSummary,
         Rate,
@@ -163,6 +164,7 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report_html",
+    "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
@@ -347,6 +349,7 @@ __all__ = [
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
+    "BOOTSTRAP_RESAMPLES",
     "CANARY",
     "CATEGORIES",
     "CVB_CATEGORIES",

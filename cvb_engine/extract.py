@@ -686,11 +686,6 @@ def outcome_from(code: str, tree: ast.Module | None) -> Outcome:
     return "answered" if _meaningful(tree) else "no-code"
 
 
-def outcome_of(code: str) -> Outcome:
-    """The outcome of already-extracted ``code``."""
-    return outcome_from(code, _parses(code) if code.strip() else None)
-
-
 def _outside_blocks(text: str, blocks: Iterable[Block]) -> str:
     """The reply with every fenced block cut out (their bodies are judged already)."""
     out, pos = [], 0

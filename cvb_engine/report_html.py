@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from cvb_engine.kinds import SeedArm
-from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary
+from cvb_engine.metrics import BOOTSTRAP_RESAMPLES, Interval, IVRSummary, Rate, Summary
 from cvb_engine.queries import PublishedCVB, Reference, load_reference
 from cvb_engine.report import (
     MEMORY_NOTE,
@@ -702,7 +702,7 @@ def html_report(
                 "<h2>Gap: mandated − incentivized</h2>",
                 '<p class="muted">How much adherence is lost when the constraints arrive as '
                 "project memory instead of orders. 95% CI: paired bootstrap over scenarios, "
-                "10,000 resamples, fixed seed.</p>",
+                f"{BOOTSTRAP_RESAMPLES:,} resamples, fixed seed.</p>",
                 gap_svg(
                     summary.models,
                     summary.gap,

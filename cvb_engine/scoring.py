@@ -210,7 +210,7 @@ class ScoringPlan:
 def plan(scenario: Scenario) -> ScoringPlan:
     """The scoring plan of ``scenario``, made once per scenario object and kept with it
     (re-scoring 100,000 records prepares each check once)."""
-    slot = scenario._scoring_plan
+    slot = scenario.plan_slot()
     found = slot.value
     # A scenario's fields never change; the check is for a copy.copy(), which shares
     # the slot (model_copy starts an empty one) and may be given other constraints.
@@ -240,7 +240,7 @@ def score_code(
     planned = plan(scenario)
     subject = Subject(code, code if response is None else response)
     if tree is not None:
-        subject._tree = tree
+        subject.use_tree(tree)
     if outcome is None:
         parsed = subject.tree if code.strip() else None
         outcome = outcome_from(code, parsed if isinstance(parsed, ast.Module) else None)

@@ -13,6 +13,7 @@ from typing import Any
 
 from cvb_engine.kinds import SeedArm
 from cvb_engine.metrics import (
+    BOOTSTRAP_RESAMPLES,
     LAYER_KINDS,
     Interval,
     IVRSummary,
@@ -215,7 +216,7 @@ def markdown(
     out += [
         "",
         "Strict accuracy: share of scored records with every constraint honored. "
-        "Gap CI: paired bootstrap over scenarios, 10,000 resamples, fixed seed.",
+        f"Gap CI: paired bootstrap over scenarios, {BOOTSTRAP_RESAMPLES:,} resamples, fixed seed.",
         "",
     ]
     out += outcomes_markdown(summary)
@@ -688,7 +689,7 @@ def ivr_markdown(results: dict[tuple[str, str], IVRSummary]) -> str:
         "",
         "IVR per problem = stated-passing solutions failing ≥ 1 hidden test / stated-passing "
         "solutions; reported IVR = mean over problems with ≥ 1 stated-passing solution; "
-        "CI: bootstrap over problems, 10,000 resamples, fixed seed.",
+        f"CI: bootstrap over problems, {BOOTSTRAP_RESAMPLES:,} resamples, fixed seed.",
         "",
     ]
     return "\n".join(out)

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from cvb_engine import OUTCOMES_NOTE, fmt_gap
+from cvb_engine import BOOTSTRAP_RESAMPLES, OUTCOMES_NOTE, fmt_gap
 from studio.components import charts
 from studio.components.text import plain
 from studio.views.results.context import ResultsContext
@@ -50,7 +50,7 @@ def render(ctx: ResultsContext) -> None:
             **rate_columns(summary, arms),
             "gap [95% CI]": st.column_config.TextColumn(
                 help="mandated − incentivized strict accuracy; paired bootstrap over "
-                "scenarios, 10,000 resamples, fixed seed"
+                f"scenarios, {BOOTSTRAP_RESAMPLES:,} resamples, fixed seed"
             ),
             "scenarios": st.column_config.NumberColumn(
                 help="scenarios resampled by the gap's bootstrap"
