@@ -136,9 +136,9 @@ if TYPE_CHECKING:
     from cvb_engine.report import markdown as markdown_report
     from cvb_engine.report_html import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR, html_report
     from cvb_engine.results import export_results
+    from cvb_engine.run.execute import layer_state_root
     from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
     from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions
-    from cvb_engine.runner import layer_state_root
     from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text
     from cvb_engine.scenario import (
         ARMS,
@@ -274,7 +274,7 @@ _WHERE: dict[str, str] = {
     "launch_run": "cvb_engine.lifecycle",
     "layer_kind": "cvb_engine.metrics",
     "layer_spec": "cvb_engine.arms.layered",
-    "layer_state_root": "cvb_engine.runner",
+    "layer_state_root": "cvb_engine.run.execute",
     "lint_paths": "cvb_engine.lint",
     "lint_text": "cvb_engine.lint",
     "list_progress": "cvb_engine.monitor",

@@ -65,6 +65,7 @@ from cvb_engine.claims import RELEASE, release_params
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.results import score_rows
+from cvb_engine.run.plan import Cell
 from cvb_engine.scenario import LoadedScenario
 from cvb_engine.scoring import score_response
 from cvb_engine.store import (
@@ -75,8 +76,6 @@ from cvb_engine.store import (
     get_engine,
     utcnow,
 )
-
-Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
 
 HEARTBEAT_S = 2.0
 #: Answers longer than this wait for the scorer as a record id only, and are read
