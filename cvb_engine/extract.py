@@ -1112,11 +1112,6 @@ def outcome_from(code: str, tree: ast.Module | None) -> Outcome:
     return "answered" if _meaningful(tree) else "no-code"
 
 
-def outcome_of(code: str) -> Outcome:
-    """The outcome of already-extracted ``code``."""
-    return outcome_from(code, _parses(code) if code.strip() else None)
-
-
 # Keys under which structured replies carry the program (``{"code": "..."}``, tool-call
 # arguments, ``{"files": [{"path": ..., "content": ...}]}``), in order of preference.
 _CODE_KEYS = ("code", "python", "python_code", "solution", "source", "program", "content", "answer")
