@@ -866,7 +866,10 @@ def extract(
     code = code.strip("\n")
     tree = _parses(code) if code.strip() else None
     cut = False
-    at_end = bool(code.strip()) and runs_to_end and answer.rstrip().endswith(code.rstrip())
+    # The code ends where the reply does: an unfenced run at its end, or the last block,
+    # never closed, as the last part of the solution.
+    tail = blocks[-1].body.strip() if blocks else answer.strip()
+    at_end = bool(code.strip()) and runs_to_end and bool(tail) and code.rstrip().endswith(tail)
     # Cut at the token limit in the middle of a line: that line is not a whole statement,
     # even when what is left of it parses (``time.sle``).
     partial = truncated and at_end and not text.endswith("\n") and "\n" in code.strip()

@@ -462,6 +462,15 @@ CUT = [
         id="after-a-closed-reasoning-block",
     ),
     pytest.param(
+        f"{F}python\ndef f(x):\n    return x + 1\n{F}\nAnd the second one:\n{F}python\n"
+        "def g(x):\n    a = 1\n    return f(x",
+        True,
+        "answered",
+        "def g(x):\n    a = 1",
+        "return f(x",
+        id="cut-in-the-last-of-several-blocks",
+    ),
+    pytest.param(
         f"{F}python\nimport subprocess\n\ndef run(cmd):\n    return subprocess.run(cmd,",
         True,
         "unparseable",
