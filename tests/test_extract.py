@@ -379,6 +379,14 @@ BLOCK_SHAPES = [
         "end_code",
     ),
     (
+        "text-after-closing-fence-prose",
+        f"{F}python\ndef f(x):\n    return x\n{F} This returns x unchanged.\n",
+        None,
+        "answered",
+        "return x",
+        "unchanged",
+    ),
+    (
         "all-lines-indented",
         f"{F}python\n    def f(x):\n        return x * 2\n{F}",
         None,
@@ -390,6 +398,15 @@ BLOCK_SHAPES = [
         "abandoned-first-attempt",
         "import json\nimport pickle\nSorry, let me try again\nimport csv\n\ndef load(p):\n"
         "    with open(p, newline='') as fh:\n        return list(csv.reader(fh))",
+        None,
+        "answered",
+        "def load(p):",
+        "pickle",
+    ),
+    (
+        "abandoned-attempt-on-second-thought",
+        "import pickle\nOn second thought, JSON is safer:\nimport json\n\ndef load(p):\n"
+        "    with open(p, encoding='utf-8') as fh:\n        return json.load(fh)",
         None,
         "answered",
         "def load(p):",
