@@ -73,13 +73,18 @@ if TYPE_CHECKING:
     )
     from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
     from cvb_engine.memory_layers import LayerError, probe_layer
+    from cvb_engine.memory_notes import MemoryNote, NoteKind, memory_notes
     from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
-    from cvb_engine.memory_trace import Trace, TraceCall, read_trace
+    from cvb_engine.memory_trace import Delivery, Trace, TraceCall, read_delivery, read_trace
     from cvb_engine.metrics import (
         LAYER_KINDS,
+        DeliveryStat,
+        Interval,
         IVRSummary,
+        MemoryStat,
         Rate,
         RecordRow,
+        StaleStat,
         Summary,
         layer_kind,
         summarize,
@@ -122,6 +127,7 @@ if TYPE_CHECKING:
     from cvb_engine.report.html import html_report
     from cvb_engine.report.markdown_report import ivr_markdown
     from cvb_engine.report.markdown_report import markdown as markdown_report
+    from cvb_engine.report.memory_realism import budget_curves, turns_curves
     from cvb_engine.report.notes import ReportNotes
     from cvb_engine.report.svg import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
     from cvb_engine.report.tables import (
@@ -144,10 +150,16 @@ if TYPE_CHECKING:
         published_table,
     )
     from cvb_engine.results import export_results
-    from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
+    from cvb_engine.run_ids import (
+        RUN_ID_RULE,
+        check_scenario_id,
+        new_run_id,
+        run_id_problem,
+        scenario_id_problem,
+    )
     from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions
     from cvb_engine.runner import layer_state_root
-    from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text
+    from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text, unlinked
     from cvb_engine.scenario import (
         ARMS,
         CANARY,
@@ -159,6 +171,7 @@ if TYPE_CHECKING:
         load_file,
         load_library,
         load_text,
+        scenario_file,
     )
     from cvb_engine.scenario import ID_PATTERN as SCENARIO_ID_PATTERN
     from cvb_engine.scenario import MAX_FILE_BYTES as MAX_SCENARIO_BYTES
@@ -169,6 +182,10 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown_report.markdown``).
 _WHERE: dict[str, str] = {
+    "unlinked": "cvb_engine.safe_text",
+    "scenario_id_problem": "cvb_engine.run_ids",
+    "check_scenario_id": "cvb_engine.run_ids",
+    "scenario_file": "cvb_engine.scenario",
     "Table": "cvb_engine.report.tables",
     "Cell": "cvb_engine.report.tables",
     "Column": "cvb_engine.report.tables",
@@ -193,6 +210,17 @@ _WHERE: dict[str, str] = {
     "CVB_CATEGORIES": "cvb_engine.scenario",
     "CancelAsked": "cvb_engine.lifecycle",
     "CellChoices": "cvb_engine.queries",
+    "Delivery": "cvb_engine.memory_trace",
+    "DeliveryStat": "cvb_engine.metrics",
+    "Interval": "cvb_engine.metrics",
+    "MemoryNote": "cvb_engine.memory_notes",
+    "NoteKind": "cvb_engine.memory_notes",
+    "StaleStat": "cvb_engine.metrics",
+    "memory_notes": "cvb_engine.memory_notes",
+    "read_delivery": "cvb_engine.memory_trace",
+    "budget_curves": "cvb_engine.report.memory_realism",
+    "turns_curves": "cvb_engine.report.memory_realism",
+    "MemoryStat": "cvb_engine.metrics",
     "CellRecord": "cvb_engine.queries",
     "CheckKind": "cvb_engine.checks",
     "CheckResult": "cvb_engine.checks",
@@ -398,6 +426,8 @@ __all__ = [
     "Column",
     "Comparison",
     "DataVersion",
+    "Delivery",
+    "DeliveryStat",
     "Endpoint",
     "EndpointError",
     "EntryKind",
@@ -406,11 +436,15 @@ __all__ = [
     "FinishedRow",
     "HostPort",
     "IVRSummary",
+    "Interval",
     "Launch",
     "LaunchError",
     "LayerError",
     "LayerParams",
     "LoadedScenario",
+    "MemoryNote",
+    "MemoryStat",
+    "NoteKind",
     "Pool",
     "PoolEntry",
     "PoolError",
@@ -431,6 +465,7 @@ __all__ = [
     "ScenarioError",
     "Scored",
     "Span",
+    "StaleStat",
     "Subject",
     "Summary",
     "Table",
@@ -442,6 +477,7 @@ __all__ = [
     "arm_kind",
     "arm_order",
     "arm_title",
+    "budget_curves",
     "build_messages",
     "cancel_run",
     "canonical_arm",
@@ -449,6 +485,7 @@ __all__ = [
     "category_tables",
     "cell_choices",
     "cell_records",
+    "check_scenario_id",
     "compare_summaries",
     "constraint_rows",
     "constraint_table",
@@ -504,6 +541,7 @@ __all__ = [
     "markdown_report",
     "markdown_text",
     "memory_curves",
+    "memory_notes",
     "memory_tables",
     "messages_sha256",
     "new_run_id",
@@ -520,6 +558,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_delivery",
     "read_trace",
     "recent_launches",
     "records_csv",
@@ -533,7 +572,9 @@ __all__ = [
     "run_progress",
     "run_runners",
     "save_preset",
+    "scenario_file",
     "scenario_files",
+    "scenario_id_problem",
     "scenario_rows",
     "score_code",
     "score_response",
@@ -545,4 +586,6 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "turns_curves",
+    "unlinked",
 ]

@@ -22,7 +22,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
-from cvb_engine.memory_trace import Trace, read_trace
+from cvb_engine.memory_trace import Delivery, Trace, read_delivery, read_trace
 from cvb_engine.metrics import (
     ARM_ORDER,
     Interval,
@@ -36,6 +36,7 @@ from cvb_engine.metrics import (
 )
 from cvb_engine.report.notes import ReportNotes, limitations_of, sandbox_label, weaker_backends
 from cvb_engine.results import (
+    db_delivery_rows,
     db_ivr_rows,
     db_memory_rows,
     db_tallies,
@@ -179,7 +180,8 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     """Tallies aggregated in SQL, then every metric (the engine's own functions)."""
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
-    summary = summarize(tallies, ctallies, traces=db_memory_rows(session, ids))
+    traces = db_memory_rows(session, ids) + db_delivery_rows(session, ids)
+    summary = summarize(tallies, ctallies, traces=traces)
     runs = [(run, rid) for rid in ids if (run := session.get(Run, rid)) is not None]
     return Aggregates(
         run_ids=ids,
@@ -460,6 +462,13 @@ class CellRecord:
     # data; None when there is none or it does not read (memory_unreadable says which)
     memory: Trace | None = None
     memory_unreadable: bool = False
+    # which constraints' notes reached the model whole (incentivized stale=/budget=)
+    delivery: Delivery | None = None
+
+    @property
+    def cut_constraints(self) -> list[str]:
+        """The constraints with a note cut from the memory the model saw (``budget=``)."""
+        return self.delivery.cut_ids() if self.delivery is not None else []
 
     @property
     def memory_failure(self) -> bool:
@@ -618,7 +627,8 @@ def cell_records(
             scoring_version=r.scoring_version,
             error_kind=r.error_kind,
             memory=(trace := read_trace(r.memory_json)),
-            memory_unreadable=bool(r.memory_json) and trace is None,
+            delivery=(delivery := read_delivery(r.memory_json)),
+            memory_unreadable=bool(r.memory_json) and trace is None and delivery is None,
         )
     return {arm: out[arm] for arm in ordered_arms(out)}
 
