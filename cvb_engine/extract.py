@@ -963,11 +963,21 @@ def sanitize(code: str, tree: ast.Module, entry_point: str | None = None) -> tup
     when nothing is dropped.
     """
     body = tree.body
-    defined = {
-        n.name for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    }
-    if not defined:
-        return code, tree  # a script: its top-level statements are the solution
+    # Most solutions are imports and definitions only: one cheap pass tells.
+    defined: set[str] = set()
+    others = duplicate = False
+    for node in body:
+        kind = type(node)
+        if kind is ast.Import or kind is ast.ImportFrom:
+            continue
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+            name = node.name  # type: ignore[attr-defined]
+            duplicate = duplicate or name in defined
+            defined.add(name)
+        else:
+            others = True
+    if not defined or not (others or duplicate):
+        return code, tree  # a script (its statements are the solution), or nothing to drop
     if entry_point:
         defined.add(entry_point)
     drop: list[ast.stmt] = []
