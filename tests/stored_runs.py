@@ -25,6 +25,9 @@ def add_run(
     reason: str = "matched",
     constraint: str = "c-one",
     evidence: int = 1,
+    arms: Iterable[str] = ARMS,
+    stated: bool | None = None,
+    note: str | None = None,
 ) -> None:
     """One run of ``models`` × ``scenarios`` × the seed arms, one rep, scored: a record
     honors its constraint unless its arm is cold; every stored string is the caller's."""
@@ -35,13 +38,13 @@ def add_run(
                 prompt_version=prompt_version,
                 params_json=json.dumps({"sandbox": ["bwrap"], "note": text}),
                 status="done",
-                note=text,
+                note=text if note is None else note,
             )
         )
         session.flush()
         for model in models:
             for sid in scenarios:
-                for arm in ARMS:
+                for arm in arms:
                     honored = arm != "cold"
                     record = Record(
                         run_id=run_id, model=model, scenario_id=sid, scenario_version=1,
@@ -50,7 +53,7 @@ def add_run(
                         messages_sha256="m" * 64, prompt_version=prompt_version,
                         finish_reason=text[:200], strict=honored, n_constraints=1,
                         n_honored=int(honored), outcome="answered", truncated=False,
-                        scoring_version=2, latency_s=0.5, reasoning=text,
+                        scoring_version=2, latency_s=0.5, reasoning=text, stated_passed=stated,
                     )  # fmt: skip
                     session.add(record)
                     session.flush()
