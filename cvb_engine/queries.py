@@ -26,7 +26,7 @@ from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
-from cvb_engine.memory_trace import Trace, read_trace
+from cvb_engine.memory_trace import Delivery, Trace, read_delivery, read_trace
 from cvb_engine.metrics import (
     ARM_ORDER,
     Interval,
@@ -40,6 +40,7 @@ from cvb_engine.metrics import (
 )
 from cvb_engine.report.notes import ReportNotes, limitations_of, sandbox_label, weaker_backends
 from cvb_engine.results import (
+    db_delivery_rows,
     db_ivr_rows,
     db_memory_rows,
     db_tallies,
@@ -205,7 +206,8 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     """Tallies aggregated in SQL, then every metric (the engine's own functions)."""
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
-    summary = summarize(tallies, ctallies, traces=db_memory_rows(session, ids))
+    traces = db_memory_rows(session, ids) + db_delivery_rows(session, ids)
+    summary = summarize(tallies, ctallies, traces=traces)
     runs = [(run, rid) for rid in ids if (run := session.get(Run, rid)) is not None]
     return Aggregates(
         run_ids=ids,
@@ -486,11 +488,18 @@ class CellRecord:
     # data; None when there is none or it does not read (memory_unreadable says which)
     memory: Trace | None = None
     memory_unreadable: bool = False
+    # which constraints' notes reached the model whole (incentivized stale=/budget=)
+    delivery: Delivery | None = None
     # past the view's budget: constraints and evidence spans left out, and whether a
     # stored value did not read (shown as missing, never as a crash)
     constraints_omitted: int = 0
     spans_omitted: int = 0
     malformed: bool = False
+
+    @property
+    def cut_constraints(self) -> list[str]:
+        """The constraints with a note cut from the memory the model saw (``budget=``)."""
+        return self.delivery.cut_ids() if self.delivery is not None else []
 
     @property
     def memory_failure(self) -> bool:
@@ -707,6 +716,7 @@ def cell_records(
         )
         arm = stored_text(r.arm, MAX_NAME_SHOWN)
         trace = read_trace(r.memory_json) if isinstance(r.memory_json, str) else None
+        delivery = read_delivery(r.memory_json) if isinstance(r.memory_json, str) else None
         latency = stored_number(r.latency_s)
         out[arm] = CellRecord(
             id=rid,
@@ -738,7 +748,8 @@ def cell_records(
             scoring_version=stored_count(r.scoring_version),
             error_kind=ErrorKind.MEMORY if r.error_kind == ErrorKind.MEMORY else None,
             memory=trace,
-            memory_unreadable=bool(r.memory_json) and trace is None,
+            delivery=delivery,
+            memory_unreadable=bool(r.memory_json) and trace is None and delivery is None,
             constraints_omitted=max(0, len(listed) - MAX_CONSTRAINTS_SHOWN),
             spans_omitted=omitted.get(rid, 0),
             malformed=rid in malformed,
