@@ -155,6 +155,7 @@ if TYPE_CHECKING:
     from cvb_engine.run_ids import (
         RUN_ID_RULE,
         check_scenario_id,
+        file_stem,
         new_run_id,
         run_id_problem,
         scenario_id_problem,
@@ -183,6 +184,7 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown_report.markdown``).
 _WHERE: dict[str, str] = {
+    "file_stem": "cvb_engine.run_ids",
     "unlinked": "cvb_engine.safe_text",
     "scenario_id_problem": "cvb_engine.run_ids",
     "check_scenario_id": "cvb_engine.run_ids",
@@ -504,6 +506,7 @@ __all__ = [
     "export_results",
     "extract",
     "extract_code",
+    "file_stem",
     "fmt_gap",
     "forget_launch",
     "format_duration",
