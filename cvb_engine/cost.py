@@ -36,6 +36,7 @@ __all__ = [
     "Price",
     "PriceError",
     "TokenEstimate",
+    "configured_prices",
     "cost_markdown",
     "cost_rows",
     "cost_table",
@@ -165,6 +166,17 @@ def prices_for(
     for model in models:
         out[model] = flagged or (stored or {}).get(model) or (table or {}).get(model)
     return out
+
+
+def configured_prices(
+    models: Iterable[str],
+    endpoint: str | None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+) -> dict[str, Price | None]:
+    """Each model's price for a run against preset ``endpoint`` (None: unknown):
+    ``--price-in``/``--price-out``, else :func:`price_table`."""
+    return prices_for(models, price_in=price_in, price_out=price_out, table=price_table(endpoint))
 
 
 def prices_param(prices: Mapping[str, Price | None]) -> dict[str, dict[str, Any]]:
