@@ -7,6 +7,9 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+# Nothing of the checkout may leak in: with the checkout on PYTHONPATH, its build's
+# cvb_studio.egg-info would tell pip the package is already installed.
+unset PYTHONPATH CVB_SCENARIOS CVB_DATABASE_URL VIRTUAL_ENV
 python="${1:-${PYTHON:-python3}}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/cvb-wheel.XXXXXX")"
 fake_pid=""
@@ -24,9 +27,8 @@ wheel="$(ls "$work"/dist/cvb_studio-*.whl)"
 step "install it into a fresh virtual environment ($work/venv)"
 "$python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel"
+"$work/venv/bin/python" -m pip show --quiet cvb-studio >/dev/null
 
-# Nothing of the checkout may leak in: no PYTHONPATH, no configured folder, no other venv.
-unset PYTHONPATH CVB_SCENARIOS CVB_DATABASE_URL VIRTUAL_ENV
 export CVB_HOME="$work/home"
 cvb="$work/venv/bin/cvb"
 mkdir "$work/empty"
