@@ -83,13 +83,19 @@ if TYPE_CHECKING:
     )
     from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
     from cvb_engine.memory_layers import LayerError, probe_layer
+    from cvb_engine.memory_notes import MemoryNote, NoteKind, memory_notes
     from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
-    from cvb_engine.memory_trace import Trace, TraceCall, read_trace
+    from cvb_engine.memory_trace import Delivery, Trace, TraceCall, read_delivery, read_trace
     from cvb_engine.metrics import (
+        BOOTSTRAP_RESAMPLES,
         LAYER_KINDS,
+        DeliveryStat,
+        Interval,
         IVRSummary,
+        MemoryStat,
         Rate,
         RecordRow,
+        StaleStat,
         Summary,
         layer_kind,
         summarize,
@@ -132,6 +138,7 @@ if TYPE_CHECKING:
     from cvb_engine.report.html import html_report
     from cvb_engine.report.markdown_report import ivr_markdown
     from cvb_engine.report.markdown_report import markdown as markdown_report
+    from cvb_engine.report.memory_realism import budget_curves, turns_curves
     from cvb_engine.report.notes import ReportNotes
     from cvb_engine.report.svg import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
     from cvb_engine.report.tables import (
@@ -158,6 +165,7 @@ if TYPE_CHECKING:
     from cvb_engine.run_ids import (
         RUN_ID_RULE,
         check_scenario_id,
+        file_stem,
         new_run_id,
         run_id_problem,
         scenario_id_problem,
@@ -186,6 +194,7 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown_report.markdown``).
 _WHERE: dict[str, str] = {
+    "file_stem": "cvb_engine.run_ids",
     "unlinked": "cvb_engine.safe_text",
     "scenario_id_problem": "cvb_engine.run_ids",
     "check_scenario_id": "cvb_engine.run_ids",
@@ -206,6 +215,7 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
@@ -214,6 +224,17 @@ _WHERE: dict[str, str] = {
     "CVB_CATEGORIES": "cvb_engine.scenario",
     "CancelAsked": "cvb_engine.lifecycle",
     "CellChoices": "cvb_engine.queries",
+    "Delivery": "cvb_engine.memory_trace",
+    "DeliveryStat": "cvb_engine.metrics",
+    "Interval": "cvb_engine.metrics",
+    "MemoryNote": "cvb_engine.memory_notes",
+    "NoteKind": "cvb_engine.memory_notes",
+    "StaleStat": "cvb_engine.metrics",
+    "memory_notes": "cvb_engine.memory_notes",
+    "read_delivery": "cvb_engine.memory_trace",
+    "budget_curves": "cvb_engine.report.memory_realism",
+    "turns_curves": "cvb_engine.report.memory_realism",
+    "MemoryStat": "cvb_engine.metrics",
     "CellRecord": "cvb_engine.queries",
     "CheckKind": "cvb_engine.checks",
     "CheckResult": "cvb_engine.checks",
@@ -402,6 +423,7 @@ __all__ = [
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
+    "BOOTSTRAP_RESAMPLES",
     "CANARY",
     "CATEGORIES",
     "CVB_CATEGORIES",
@@ -432,6 +454,8 @@ __all__ = [
     "Column",
     "Comparison",
     "DataVersion",
+    "Delivery",
+    "DeliveryStat",
     "Endpoint",
     "EndpointError",
     "EntryKind",
@@ -440,11 +464,15 @@ __all__ = [
     "FinishedRow",
     "HostPort",
     "IVRSummary",
+    "Interval",
     "Launch",
     "LaunchError",
     "LayerError",
     "LayerParams",
     "LoadedScenario",
+    "MemoryNote",
+    "MemoryStat",
+    "NoteKind",
     "Pool",
     "PoolEntry",
     "PoolError",
@@ -465,6 +493,7 @@ __all__ = [
     "ScenarioError",
     "Scored",
     "Span",
+    "StaleStat",
     "Subject",
     "Summary",
     "Table",
@@ -477,6 +506,7 @@ __all__ = [
     "arm_order",
     "arm_title",
     "authoring",
+    "budget_curves",
     "build_messages",
     "cancel_run",
     "canonical_arm",
@@ -500,6 +530,7 @@ __all__ = [
     "export_results",
     "extract",
     "extract_code",
+    "file_stem",
     "fmt_gap",
     "forget_launch",
     "format_duration",
@@ -541,6 +572,7 @@ __all__ = [
     "markdown_report",
     "markdown_text",
     "memory_curves",
+    "memory_notes",
     "memory_tables",
     "messages_sha256",
     "new_run_id",
@@ -557,6 +589,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_delivery",
     "read_trace",
     "recent_launches",
     "records_csv",
@@ -584,5 +617,6 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "turns_curves",
     "unlinked",
 ]

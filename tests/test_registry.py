@@ -1,5 +1,5 @@
 """The registries check themselves: every check kind has parameters, a description and
-tests; every plugin kind refuses a name registered twice (cvb_engine.registry)."""
+tests; every plugin kind refuses a name registered twice (cvb_engine.plugin_registry)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cvb_engine.checks.base import register_check
 from cvb_engine.cli import command
 from cvb_engine.memory_layers.base import MemoryLayer, register_transport, transports
 from cvb_engine.memory_layers.builtin import builtin_layers, register_layer
-from cvb_engine.registry import Registry, RegistryError
+from cvb_engine.plugin_registry import Registry, RegistryError
 
 TESTS = Path(__file__).parent / "checks"
 

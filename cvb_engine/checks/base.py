@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from cvb_engine.registry import Registry, origin_of
+from cvb_engine.plugin_registry import Registry, origin_of
 
 # The most spans a result carries as evidence; its reason still counts every hit.
 MAX_EVIDENCE = 20

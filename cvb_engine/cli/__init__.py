@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from cvb_engine.cli.parser import HelpFormatter, Parser
-from cvb_engine.registry import Registry, origin_of
+from cvb_engine.plugin_registry import Registry, origin_of
 from cvb_engine.safe_text import terminal_text
 
 __all__ = ["ERRORS", "PLUGINS", "CliError", "build_parser", "command", "main"]

@@ -33,7 +33,7 @@ from cvb_engine.memory_layers.protocol import (
     read_ingest_reply,
     read_query_reply,
 )
-from cvb_engine.registry import Registry, import_plugins, origin_of
+from cvb_engine.plugin_registry import Registry, import_plugins, origin_of
 
 _T = TypeVar("_T")
 

@@ -26,7 +26,7 @@ from cvb_engine.memory_layers.protocol import (
     Op,
     quote,
 )
-from cvb_engine.registry import Registry, import_plugins, origin_of
+from cvb_engine.plugin_registry import Registry, import_plugins, origin_of
 
 Handler = Callable[[dict[str, Any], Path | None, dict[str, Any]], dict[str, Any]]
 

@@ -37,6 +37,9 @@ class Matrix:
     prompt_version: str = PROMPT_VERSION
     # sha256 of the memory pool, when a variant draws distractors from it
     memory_pool: str | None = None
+    # sha256 of the scenarios' superseded notes, when a variant shows them (stale=): the
+    # scenario hashes leave the notes out (cvb_engine.scenario.content_sha256)
+    superseded: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -51,6 +54,8 @@ class Matrix:
         }
         if self.memory_pool is not None:  # absent otherwise: older runs keep their hash
             out["memory_pool"] = self.memory_pool
+        if self.superseded is not None:  # likewise
+            out["superseded"] = self.superseded
         return out
 
     @property

@@ -3,7 +3,9 @@ transports, CLI commands.
 
 A plugin module registers what it defines by a decorator when it is imported; a
 :class:`Registry` loads its built-in modules the first time it is listed or asked
-(``load``), so that listing and lookup always see the same set. A name registered
+(``load``), so that listing and lookup always see the same set. (The module is not
+called ``registry``: that public name of :mod:`cvb_engine` is the check kinds' listing,
+which a submodule of that name would shadow.) A name registered
 twice by two different definitions is an error wherever it happens (the second
 would silently win otherwise, depending on import order); the same definition
 registered again (its module imported a second time) just replaces itself.
@@ -72,6 +74,11 @@ class Registry(Generic[T]):
             raise RegistryError(f"{self.kind} {name!r} registered twice: by {known} and {origin}")
         self._items[name] = item
         self._origins[name] = origin
+
+    def remove(self, name: str) -> None:
+        """Forget ``name`` (a test's own plugin, once the test is done)."""
+        self._items.pop(name, None)
+        self._origins.pop(name, None)
 
     def _ensure_loaded(self) -> None:
         # The flag goes up before loading: a plugin module that lists the registry
