@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
     from cvb_engine.memory_trace import Delivery, Trace, TraceCall, read_delivery, read_trace
     from cvb_engine.metrics import (
+        BOOTSTRAP_RESAMPLES,
         LAYER_KINDS,
         DeliveryStat,
         Interval,
@@ -150,6 +151,7 @@ if TYPE_CHECKING:
         published_table,
     )
     from cvb_engine.results import export_results
+    from cvb_engine.run.execute import layer_state_root
     from cvb_engine.run_ids import (
         RUN_ID_RULE,
         check_scenario_id,
@@ -159,7 +161,6 @@ if TYPE_CHECKING:
         scenario_id_problem,
     )
     from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions
-    from cvb_engine.runner import layer_state_root
     from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text, unlinked
     from cvb_engine.scenario import (
         ARMS,
@@ -204,6 +205,7 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
@@ -324,7 +326,7 @@ _WHERE: dict[str, str] = {
     "launch_run": "cvb_engine.lifecycle",
     "layer_kind": "cvb_engine.metrics",
     "layer_spec": "cvb_engine.arms.layered",
-    "layer_state_root": "cvb_engine.runner",
+    "layer_state_root": "cvb_engine.run.execute",
     "lint_paths": "cvb_engine.lint",
     "lint_text": "cvb_engine.lint",
     "list_progress": "cvb_engine.monitor",
@@ -399,6 +401,7 @@ __all__ = [
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
+    "BOOTSTRAP_RESAMPLES",
     "CANARY",
     "CATEGORIES",
     "CVB_CATEGORIES",
