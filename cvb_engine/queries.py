@@ -23,6 +23,8 @@ from sqlalchemy import case, func, literal
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from cvb_engine.agent.trace import AgentTrace
+from cvb_engine.agent.trace import read_trace as read_agent_trace
 from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
 from cvb_engine.memory_trace import Trace, read_trace
 from cvb_engine.metrics import (
@@ -477,6 +479,10 @@ class CellRecord:
     # data; None when there is none or it does not read (memory_unreadable says which)
     memory: Trace | None = None
     memory_unreadable: bool = False
+    # the agent episode (agent arm), read as untrusted data; None when there is none or
+    # it does not read (agent_unreadable says which)
+    agent: AgentTrace | None = None
+    agent_unreadable: bool = False
 
     @property
     def memory_failure(self) -> bool:
@@ -636,6 +642,8 @@ def cell_records(
             error_kind=r.error_kind,
             memory=(trace := read_trace(r.memory_json)),
             memory_unreadable=bool(r.memory_json) and trace is None,
+            agent=(episode := read_agent_trace(r.agent_json)),
+            agent_unreadable=bool(r.agent_json) and episode is None,
         )
     return {arm: out[arm] for arm in ordered_arms(out)}
 
