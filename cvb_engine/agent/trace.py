@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 __all__ = [
     "TRACE_FORMAT",
     "AgentTrace",
+    "ArgValue",
     "CommandRun",
     "ConstraintPlace",
     "EndedBy",

@@ -126,7 +126,7 @@ def register_arm(
 def _load_builtin() -> None:
     # The built-in kinds register on import; imported here, not at module level,
     # because they import this module.
-    from cvb_engine.arms import incentivized, layered, seed  # noqa: F401
+    from cvb_engine.arms import agent, incentivized, layered, seed  # noqa: F401
 
 
 def arm_kinds() -> Mapping[str, ArmKind]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,6 +91,8 @@ EXCHANGES: tuple[tuple[str, str], ...] = (
         "produces share a name.",
     ),
 )
+
+_T = TypeVar("_T")
 
 Position = Literal["start", "middle", "end", "spread"]
 Channel = Literal["inline", "system", "file", "history"]
@@ -163,7 +165,7 @@ def distractors(scenario_id: str, pool: Sequence[Any], load: int) -> list[Any]:
     return order[:load]
 
 
-def place(facts: list[tuple[str, str]], others: list[tuple[str, str]], position: str) -> list:
+def place(facts: list[_T], others: list[_T], position: str) -> list[_T]:
     """``facts`` (the constraints, in order) placed among ``others`` at ``position``."""
     if position == "start":
         return facts + others
@@ -173,7 +175,7 @@ def place(facts: list[tuple[str, str]], others: list[tuple[str, str]], position:
         half = len(others) // 2
         return others[:half] + facts + others[half:]
     # spread: the others cut into len(facts) + 1 chunks as equal as can be
-    out: list[tuple[str, str]] = []
+    out: list[_T] = []
     k = len(facts)
     bounds = [round(i * len(others) / (k + 1)) for i in range(k + 2)]
     for i in range(k + 1):
@@ -183,20 +185,39 @@ def place(facts: list[tuple[str, str]], others: list[tuple[str, str]], position:
     return out
 
 
-def notes_of(scenario: Scenario, params: Params, context: ArmContext) -> str:
-    facts = [(c.id, c.text.strip()) for c in scenario.constraints]
+class Note(NamedTuple):
+    """One note of the project memory as the memory arms draw it."""
+
+    label: str  # what the note shows in parentheses: a constraint id, or a slug
+    text: str
+    constraint_id: str | None  # the constraint it states; None for a distractor
+
+
+def memory_notes(scenario: Scenario, load: int, position: str, pool: Sequence[Any]) -> list[Note]:
+    """The scenario's constraints among ``load`` distractors at ``position``, in order: the
+    one draw every arm that writes project memory shares (this arm, the agent's rules
+    files), so the same parameters give the same notes."""
+    facts = [Note(c.id, c.text.strip(), c.id) for c in scenario.constraints]
     others = (
         [
-            (slug(e.text), " ".join(e.text.split()))
-            for e in distractors(scenario.id, context.pool, params.load)
+            Note(slug(e.text), " ".join(e.text.split()), None)
+            for e in distractors(scenario.id, pool, load)
         ]
-        if params.load
+        if load
         else []
     )
-    return "\n".join(
-        INCENTIVIZED_ITEM.format(n=i, cid=cid, text=text)
-        for i, (cid, text) in enumerate(place(facts, others, params.position), start=1)
-    )
+    return place(facts, others, position)
+
+
+def note_line(n: int, note: Note) -> str:
+    """A note as the memory shows it (``- Decision n (label): text``)."""
+    return INCENTIVIZED_ITEM.format(n=n, cid=note.label, text=note.text)
+
+
+def notes_of(scenario: Scenario, params: Params, context: ArmContext) -> str:
+    pool = context.pool if params.load else ()
+    notes = memory_notes(scenario, params.load, params.position, pool)
+    return "\n".join(note_line(i, note) for i, note in enumerate(notes, start=1))
 
 
 @register_arm(
