@@ -18,7 +18,8 @@ What it holds (every path relative to the workspace root)::
     a "Conventions" section at the end of ``README.md``.
 ``nested``
     ``fernhollow/AGENTS.md`` (the package the task touches) holds the constraints;
-    the root ``AGENTS.md`` holds only the distractors.
+    the root ``AGENTS.md`` holds only the distractors (``position`` has nothing to
+    place there).
 
 The notes are the incentivized arm's, drawn the same way
 (:func:`cvb_engine.arms.incentivized.memory_notes`): the scenario's constraints
