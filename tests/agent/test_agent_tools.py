@@ -183,7 +183,7 @@ def test_search_is_bounded(box: ToolBox) -> None:
         "\n".join(f"needle {i} " + "z" * 1000 for i in range(200)), encoding="utf-8"
     )
     (box.root / "huge.txt").write_text("needle\n" * 100_000, encoding="utf-8")
-    entry, text = call(box, "search_files", {"query": "needle"})
+    _entry, text = call(box, "search_files", {"query": "needle"})
     lines = text.splitlines()
     assert len(lines) == 42 and lines[-2] == "[160 more matching lines not shown]"
     assert lines[-1] == "[1 files over 256000 bytes not searched]"
