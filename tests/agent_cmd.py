@@ -54,8 +54,12 @@ def main() -> int:
             "env": sorted(os.environ),
             "wrote_outside": {
                 p: _try_write(p)
-                for p in sys.argv[2:]
-                + ["/etc/cvb-planted", "/root/cvb-planted", "/var/tmp/cvb-planted"]
+                for p in [
+                    *sys.argv[2:],
+                    "/etc/cvb-planted",
+                    "/root/cvb-planted",
+                    "/var/tmp/cvb-planted",
+                ]
             },
             "wrote_tmp": _try_write("/tmp/cvb-planted-in-private-tmp"),
             "wrote_home": _try_write(os.path.join(os.environ["HOME"], "notes.txt")),
