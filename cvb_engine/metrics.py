@@ -27,7 +27,7 @@ Definitions:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -203,6 +203,67 @@ class MemoryStat:
     gap: Interval
     kind: str = SeedArm.INCENTIVIZED.value
     series: str = SeedArm.INCENTIVIZED.value
+    # the incentivized arm's stale= ("" without) and budget= (None without)
+    stale: str = ""
+    budget: int | None = None
+
+
+@dataclass(frozen=True)
+class StaleStat:
+    """One ``stale=`` variant beside the same variant without it, for one model (README:
+    Memory realism): strict accuracy of each with a bootstrap CI over scenarios, and the
+    drop, strict(base) − strict(stale), with the paired bootstrap of the headline gap."""
+
+    model: str
+    arm: str
+    base: str
+    stale: str
+    strict: Rate
+    strict_ci: Interval
+    base_strict: Rate
+    base_ci: Interval
+    drop: Interval
+
+
+@dataclass(frozen=True)
+class DeliveryStat:
+    """Accuracy split by whether each constraint's current note reached the model whole,
+    for one model × variant with delivery records (``stale=``, ``budget=``; README: Memory
+    realism).
+
+    A pair is one (record, constraint). ``delivered`` pairs had the current note whole in
+    the memory; ``not_delivered`` pairs did not (cut by the budget, or, under
+    ``stale=only``, never in the memory). Honored among delivered pairs measures what the
+    model did with what it got (1 − it is *ignored*); among not delivered pairs, what it
+    did without. ``strict_whole`` / ``strict_cut`` split the records by whether every
+    current note was delivered. CIs: bootstrap over scenarios. ``unavailable`` counts
+    scored records without a readable delivery record, left out.
+    """
+
+    model: str
+    arm: str
+    n: int
+    unavailable: int
+    cut_records: int
+    delivered: Rate
+    delivered_ci: Interval
+    not_delivered: Rate
+    not_delivered_ci: Interval
+    strict_whole: Rate
+    strict_whole_ci: Interval
+    strict_cut: Rate
+    strict_cut_ci: Interval
+
+    @property
+    def delivered_share(self) -> float | None:
+        """The share of pairs whose current note was delivered whole."""
+        total = self.delivered.n + self.not_delivered.n
+        return self.delivered.n / total if total else None
+
+    @property
+    def ignored(self) -> float | None:
+        """The share of delivered pairs not honored."""
+        return None if self.delivered.value is None else 1 - self.delivered.value
 
 
 @dataclass(frozen=True)
@@ -270,6 +331,13 @@ class Summary:
     layers: dict[str, str] = field(default_factory=dict)
     # one per (model, memory-tool variant)
     tool_use: list[ToolUse] = field(default_factory=list)
+    # one per (model, stale= variant whose base variant ran too)
+    stale: list[StaleStat] = field(default_factory=list)
+    # one per (model, variant with delivery records: stale=, budget=)
+    delivery: list[DeliveryStat] = field(default_factory=list)
+    # the resamples of every bootstrap of this summary (fewer than BOOTSTRAP_RESAMPLES only
+    # past the work budget, :func:`bootstrap_resamples`)
+    resamples: int = BOOTSTRAP_RESAMPLES
 
 
 ARM_ORDER: tuple[str, ...] = tuple(a.value for a in SeedArm)
@@ -330,6 +398,65 @@ def ordered_arms(arms: Iterable[str]) -> list[str]:
     return [a for a in ARM_ORDER if a in given] + arm_order(known) + unknown
 
 
+#: The index draws all the bootstraps of one summary may make: the CIs of a run of any
+#: size people run (a memory sweep of 10 models × 35 scenarios × 64 variants is 4.5e8)
+#: take BOOTSTRAP_RESAMPLES; past it each takes fewer, never fewer than MIN_RESAMPLES, so
+#: that the work stays linear in the tallies. Reports say how many (Summary.resamples).
+BOOTSTRAP_BUDGET = 500_000_000
+MIN_RESAMPLES = 1_000
+
+
+def bootstrap_resamples(units: int) -> int:
+    """The resamples each bootstrap takes when they resample ``units`` units in all."""
+    if units * BOOTSTRAP_RESAMPLES <= BOOTSTRAP_BUDGET:
+        return BOOTSTRAP_RESAMPLES
+    return max(MIN_RESAMPLES, BOOTSTRAP_BUDGET // max(units, 1))
+
+
+def _bootstrap_units(tallies: Iterable[Tally]) -> int:
+    # what the bootstraps of summarize resample: each (model, scenario) of the seed gap
+    # twice (per model, per category), each (model, variant, scenario) of a memory
+    # variant three times (its CI, its gap, its tool use)
+    seed: set[tuple[str, str]] = set()
+    variants: set[tuple[str, str, str]] = set()
+    for t in tallies:
+        if t.arm in (SeedArm.MANDATED, SeedArm.INCENTIVIZED):
+            seed.add((t.model, t.scenario_id))
+        if _memory_variant(t.arm) is not None:
+            variants.add((t.model, t.arm, t.scenario_id))
+    return 2 * len(seed) + 3 * len(variants)
+
+
+#: Indices drawn at once by a bootstrap (16 MiB of int64): its memory stays bounded
+#: whatever the number of scenarios or problems resampled.
+RESAMPLE_CHUNK = 1 << 21
+
+
+def resampled_sums(
+    columns: Sequence[np.ndarray], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int
+) -> list[np.ndarray]:
+    """Each column's sum over each of ``resamples`` resamples of its rows (the units: a
+    scenario or a problem), drawn with replacement, the same rows for every column.
+
+    The draw goes chunk by chunk, in the order of one ``(resamples, units)`` draw: the same
+    seed gives the same figures as a whole-matrix draw, in bounded memory. Chunks hold an
+    even number of indices, so none leaves half of a 64-bit random word behind (numpy
+    draws bounded 32-bit integers two per word, per call).
+    """
+    import numpy as np
+
+    units = len(columns[0])
+    rng = np.random.default_rng(seed)
+    rows = max(2, (RESAMPLE_CHUNK // max(units, 1)) & ~1)
+    sums = [np.empty(resamples, dtype=np.result_type(c.dtype, np.int64)) for c in columns]
+    for start in range(0, resamples, rows):
+        count = min(rows, resamples - start)
+        idx = rng.integers(0, units, size=(count, units))
+        for out, column in zip(sums, columns, strict=True):
+            out[start : start + count] = column[idx].sum(axis=1)
+    return sums
+
+
 def paired_bootstrap_gap(
     k_a: np.ndarray,
     n_a: np.ndarray,
@@ -345,12 +472,9 @@ def paired_bootstrap_gap(
     units = len(k_a)
     if units == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, units, size=(resamples, units))
+    ska, sna, skb, snb = resampled_sums([k_a, n_a, k_b, n_b], resamples=resamples, seed=seed)
     with np.errstate(invalid="ignore", divide="ignore"):
-        diffs = k_a[idx].sum(axis=1) / n_a[idx].sum(axis=1) - k_b[idx].sum(axis=1) / n_b[idx].sum(
-            axis=1
-        )
+        diffs = ska / sna - skb / snb
     diffs = diffs[np.isfinite(diffs)]
     if diffs.size == 0:
         return None, None
@@ -365,6 +489,7 @@ def _gap(
     a: str = SeedArm.MANDATED.value,
     b: str = SeedArm.INCENTIVIZED.value,
     seed: int,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Interval:
     import numpy as np
 
@@ -381,7 +506,7 @@ def _gap(
     if n_a.sum() == 0 or n_b.sum() == 0:
         return Interval(None, None, None, len(scenarios))
     value = float(k_a.sum() / n_a.sum() - k_b.sum() / n_b.sum())
-    low, high = paired_bootstrap_gap(k_a, n_a, k_b, n_b, seed=seed)
+    low, high = paired_bootstrap_gap(k_a, n_a, k_b, n_b, resamples=resamples, seed=seed)
     return Interval(value, low, high, len(scenarios))
 
 
@@ -424,14 +549,22 @@ def summarize(
         by_constraint[(c.model, c.arm, c.scenario_id, c.constraint_id)] += rate
     models = sorted({t.model for t in tallies})
     categories = sorted({t.category for t in tallies})
-    gap = {m: _gap([t for t in tallies if t.model == m], seed=seed) for m in models}
+    # one pass to group, then one gap per group: linear in the tallies, whatever the
+    # number of models × categories (a pair without tallies has no gap: "–" everywhere)
+    per_model: dict[str, list[Tally]] = defaultdict(list)
+    per_category: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        per_model[t.model].append(t)
+        per_category[(t.model, t.category)].append(t)
+    n = bootstrap_resamples(_bootstrap_units(tallies))
+    gap = {m: _gap(per_model[m], seed=seed, resamples=n) for m in models}
     category_gap = {
-        (m, cat): _gap([t for t in tallies if t.model == m and t.category == cat], seed=seed)
-        for m in models
-        for cat in categories
+        key: _gap(group, seed=seed, resamples=n) for key, group in sorted(per_category.items())
     }
     arms = ordered_arms(t.arm for t in tallies)
+    traces = list(traces)
     trace_rows = [r for r in traces if layer_kind(r.arm) is not None]
+    memory = memory_stats(tallies, models, arms, seed=seed, resamples=n)
     return Summary(
         models=models,
         arms=arms,
@@ -446,9 +579,12 @@ def summarize(
         outcomes=dict(outcomes),
         strict_answered=dict(strict_answered),
         constraint_answered=dict(constraint_answered),
-        memory=memory_stats(tallies, models, arms, seed=seed),
+        memory=memory,
         layers=layer_names(arms, trace_rows),
-        tool_use=tool_use(trace_rows, seed=seed),
+        tool_use=tool_use(trace_rows, seed=seed, resamples=n),
+        stale=stale_stats(tallies, memory, seed=seed, resamples=n),
+        delivery=delivery_stats(traces, seed=seed, resamples=n),
+        resamples=n,
     )
 
 
@@ -464,6 +600,8 @@ class _MemoryVariant:
     position: str = ""
     channel: str = ""
     turns: int = 0
+    stale: str = ""
+    budget: int | None = None
 
 
 def layer_kind(arm: str) -> str | None:
@@ -491,7 +629,8 @@ def _memory_variant(arm: str) -> _MemoryVariant | None:
     load = int(getattr(params, "load", 0))
     if variant.kind.name in LAYER_KINDS:
         series = ArmVariant(variant.kind, params.model_copy(update={"load": 0})).name
-        return _MemoryVariant(variant.kind.name, series, load)
+        stale = str(getattr(params, "stale", None) or "")
+        return _MemoryVariant(variant.kind.name, series, load, stale=stale)
     return _MemoryVariant(
         SeedArm.INCENTIVIZED.value,
         SeedArm.INCENTIVIZED.value,
@@ -499,11 +638,18 @@ def _memory_variant(arm: str) -> _MemoryVariant | None:
         str(getattr(params, "position", "")),
         str(getattr(params, "channel", "")),
         int(getattr(params, "turns", 0)),
+        str(getattr(params, "stale", None) or ""),
+        getattr(params, "budget", None),
     )
 
 
 def memory_stats(
-    tallies: list[Tally], models: list[str], arms: list[str], *, seed: int = BOOTSTRAP_SEED
+    tallies: list[Tally],
+    models: list[str],
+    arms: list[str],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> list[MemoryStat]:
     """A :class:`MemoryStat` per model and memory variant (the incentivized arm and its
     variants, the memory-layer arms), when any variant beyond the seed arms ran (none for a
@@ -512,11 +658,15 @@ def memory_stats(
     if not any(a != SeedArm.INCENTIVIZED for a in variants):
         return []
 
+    # grouped once: linear in the tallies, whatever the number of models and arms
+    by_cell: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        by_cell[(t.model, t.arm)].append(t)
     out = []
     for model in models:
-        mine = [t for t in tallies if t.model == model]
+        mandated = by_cell.get((model, SeedArm.MANDATED.value), [])
         for arm, v in variants.items():
-            rows = [t for t in mine if t.arm == arm]
+            rows = by_cell.get((model, arm), [])
             if not rows:
                 continue
             k, n = _per_scenario(rows)
@@ -526,7 +676,7 @@ def memory_stats(
                 sum(t.n_errors for t in rows),
                 sum(t.n_memory_errors for t in rows),
             )
-            low, high = bootstrap_ratio(k, n, seed=seed)
+            low, high = bootstrap_ratio(k, n, resamples=resamples, seed=seed)
             out.append(
                 MemoryStat(
                     model=model,
@@ -537,11 +687,151 @@ def memory_stats(
                     turns=v.turns,
                     strict=rate,
                     strict_ci=Interval(rate.value, low, high, len(n)),
-                    gap=_gap(mine, b=arm, seed=seed),
+                    gap=_gap(mandated + rows, b=arm, seed=seed, resamples=resamples),
                     kind=v.kind,
                     series=v.series,
+                    stale=v.stale,
+                    budget=v.budget,
                 )
             )
+    return out
+
+
+def base_arm(arm: str) -> str | None:
+    """The variant ``arm`` names without its ``stale=`` (its canonical name), or None when
+    ``arm`` has no stale setting or does not parse."""
+    from cvb_engine.arms import ArmError, ArmVariant, parse_arm
+
+    try:
+        variant = parse_arm(arm)
+    except ArmError:
+        return None
+    if getattr(variant.params, "stale", None) is None:
+        return None
+    return ArmVariant(variant.kind, variant.params.model_copy(update={"stale": None})).name
+
+
+def stale_stats(
+    tallies: list[Tally],
+    memory: Iterable[MemoryStat],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> list[StaleStat]:
+    """A :class:`StaleStat` per model and ``stale=`` variant whose base variant (the same
+    parameters without ``stale``) ran for that model too."""
+    by_arm = {(m.model, m.arm): m for m in memory}
+    # grouped once: linear in the tallies
+    by_cell: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        by_cell[(t.model, t.arm)].append(t)
+    out = []
+    for (model, arm), stat in by_arm.items():
+        base = base_arm(arm)
+        if base is None or (model, base) not in by_arm:
+            continue
+        before = by_arm[(model, base)]
+        pair = by_cell.get((model, base), []) + by_cell.get((model, arm), [])
+        out.append(
+            StaleStat(
+                model=model,
+                arm=arm,
+                base=base,
+                stale=str(getattr(_parsed(arm), "stale", None) or ""),
+                strict=stat.strict,
+                strict_ci=stat.strict_ci,
+                base_strict=before.strict,
+                base_ci=before.strict_ci,
+                drop=_gap(pair, a=base, b=arm, seed=seed, resamples=resamples),
+            )
+        )
+    return out
+
+
+def _parsed(arm: str) -> object:
+    """The parameters of the variant ``arm`` names (None when it does not parse)."""
+    from cvb_engine.arms import ArmError, parse_arm
+
+    try:
+        return parse_arm(arm).params
+    except ArmError:
+        return None
+
+
+def delivery_stats(
+    rows: Iterable[RecordRow],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> list[DeliveryStat]:
+    """A :class:`DeliveryStat` per (model, arm) over the scored records whose memory is a
+    delivery record (:func:`cvb_engine.memory_trace.read_delivery`)."""
+    import numpy as np
+
+    from cvb_engine.memory_trace import read_delivery
+
+    # (model, arm) -> subset -> scenario -> [k, n]
+    per: dict[tuple[str, str], dict[str, dict[str, list[int]]]] = defaultdict(
+        lambda: {s: defaultdict(lambda: [0, 0]) for s in ("in", "out", "whole", "cut")}
+    )
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for r in rows:
+        if r.status != RecordStatus.OK or r.strict is None or not r.memory:
+            continue
+        if r.arm.partition("@")[0] != SeedArm.INCENTIVIZED:
+            continue
+        key = (r.model, r.arm)
+        delivery = read_delivery(r.memory)
+        if delivery is None:
+            counts[key][1] += 1
+            continue
+        counts[key][0] += 1
+        all_in = True
+        for cid, honored in r.constraints.items():
+            d = delivery.constraints.get(cid)
+            got = d is not None and d.delivered
+            all_in &= got
+            cell = per[key]["in" if got else "out"][r.scenario_id]
+            cell[0] += bool(honored)
+            cell[1] += 1
+        counts[key][2] += not all_in
+        cell = per[key]["whole" if all_in else "cut"][r.scenario_id]
+        cell[0] += bool(r.strict)
+        cell[1] += 1
+
+    def rate_ci(units: dict[str, list[int]]) -> tuple[Rate, Interval]:
+        k = np.array([v[0] for v in units.values()], dtype=np.int64)
+        n = np.array([v[1] for v in units.values()], dtype=np.int64)
+        rate = Rate(int(k.sum()), int(n.sum()))
+        low, high = bootstrap_ratio(k, n, resamples=resamples, seed=seed)
+        return rate, Interval(rate.value, low, high, len(units))
+
+    out = []
+    for key in sorted(counts):
+        if not counts[key][0]:
+            continue
+        subsets = per[key]
+        delivered, delivered_ci = rate_ci(subsets["in"])
+        missed, missed_ci = rate_ci(subsets["out"])
+        whole, whole_ci = rate_ci(subsets["whole"])
+        some_cut, cut_ci = rate_ci(subsets["cut"])
+        out.append(
+            DeliveryStat(
+                model=key[0],
+                arm=key[1],
+                n=counts[key][0],
+                unavailable=counts[key][1],
+                cut_records=counts[key][2],
+                delivered=delivered,
+                delivered_ci=delivered_ci,
+                not_delivered=missed,
+                not_delivered_ci=missed_ci,
+                strict_whole=whole,
+                strict_whole_ci=whole_ci,
+                strict_cut=some_cut,
+                strict_cut_ci=cut_ci,
+            )
+        )
     return out
 
 
@@ -601,7 +891,12 @@ def layer_names(arms: Iterable[str], traces: Iterable[RecordRow] = ()) -> dict[s
     return out
 
 
-def tool_use(traces: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> list[ToolUse]:
+def tool_use(
+    traces: Iterable[RecordRow],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> list[ToolUse]:
     """A :class:`ToolUse` per (model, memory-tool variant) from its records' memory traces."""
     import numpy as np
 
@@ -639,7 +934,7 @@ def tool_use(traces: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> list
         k = np.array([v[0] for v in per.values()], dtype=np.int64)
         n = np.array([v[1] for v in per.values()], dtype=np.int64)
         rate = Rate(int(k.sum()), int(n.sum()))
-        low, high = bootstrap_ratio(k, n, seed=seed)
+        low, high = bootstrap_ratio(k, n, resamples=resamples, seed=seed)
         return rate, Interval(rate.value, low, high, len(per))
 
     out = []
@@ -680,10 +975,9 @@ def bootstrap_ratio(
 
     if len(k) == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(k), size=(resamples, len(k)))
+    sk, sn = resampled_sums([k, n], resamples=resamples, seed=seed)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = k[idx].sum(axis=1) / n[idx].sum(axis=1)
+        ratios = sk / sn
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
         return None, None
@@ -737,6 +1031,7 @@ class IVRSummary:
     n_extreme: int
     constraint_fail: dict[str, Rate]
     excluded: list[str]
+    resamples: int = BOOTSTRAP_RESAMPLES  # of its CI's bootstrap (:func:`bootstrap_resamples`)
 
     @property
     def stated_pass_rate(self) -> float | None:
@@ -760,9 +1055,8 @@ def bootstrap_mean(
 
     if values.size == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(resamples, values.size))
-    means = values[idx].mean(axis=1)
+    (sums,) = resampled_sums([values], resamples=resamples, seed=seed)
+    means = sums / values.size  # what ndarray.mean does: the sum, then one division
     alpha = (1 - CI_LEVEL) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(low), float(high)
@@ -797,10 +1091,11 @@ def ivr(
             pair[0] += not honored
             pair[1] += 1
     out: dict[tuple[str, str], IVRSummary] = {}
+    resamples = bootstrap_resamples(sum(len(problems) for problems in solutions.values()))
     for (model, arm), problems in sorted(solutions.items()):
         qualifying = {p: (c[2], c[1]) for p, c in sorted(problems.items()) if c[1] >= 1}
         values = np.array([v / n for v, n in qualifying.values()], dtype=float)
-        low, high = bootstrap_mean(values, seed=seed)
+        low, high = bootstrap_mean(values, resamples=resamples, seed=seed)
         out[(model, arm)] = IVRSummary(
             model=model,
             arm=arm,
@@ -811,5 +1106,6 @@ def ivr(
             n_extreme=int(np.sum((values == 0) | (values == 1))),
             constraint_fail={k: Rate(f, n) for k, (f, n) in sorted(fails[(model, arm)].items())},
             excluded=sorted(p for p, c in problems.items() if c[1] == 0),
+            resamples=resamples,
         )
     return out

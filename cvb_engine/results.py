@@ -28,7 +28,7 @@ optional fields: a file without them reads as before (every error an API failure
 ``worker`` names the runner that stored the record (``cvb run --worker``; null before
 runners had names).
 ``ivr`` and ``memory_tool`` (how each model used the memory tool, per memory-tool
-variant: :func:`cvb_engine.report.tool_use_dict`) are summaries written when the
+variant: :func:`cvb_engine.report.export.tool_use_dict`) are summaries written when the
 run has IVR problems or memory-tool arms; a reader recomputes them from the records.
 ``cvb-results/1`` (the same without the four new fields) is still read.
 
@@ -39,8 +39,10 @@ are in :mod:`cvb_engine.results_format`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -65,7 +67,7 @@ from cvb_engine.metrics import (
     summarize,
     tool_use,
 )
-from cvb_engine.report import ivr_dict, tool_use_dict
+from cvb_engine.report.export import ivr_dict, realism_dict, tool_use_dict
 from cvb_engine.results_format import (
     READING,
     RESULTS_FORMAT,
@@ -267,6 +269,9 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
     memory_rows = db_memory_rows(session, [run_id])
     uses = tool_use(memory_rows)
     layers = layer_names({u.arm for u in uses}, memory_rows) if uses else {}
+    realism = None
+    if any("stale=" in r.arm or "budget=" in r.arm for r in records):
+        realism = realism_dict(db_summary(session, [run_id]))
     results = ResultsFile(
         format=RESULTS_FORMAT,
         prompt_version=run.prompt_version,
@@ -276,6 +281,7 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
         memory_tool=[ToolUseEntry.model_validate(d) for d in tool_use_dict(uses, layers)]
         if uses
         else None,
+        memory_realism=realism,
     )
     return results.as_json()
 
@@ -331,26 +337,75 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+#: The largest results file ``cvb report FILE`` reads (README: Results file): reading one
+#: takes about 30 times its size in memory (the JSON value and its validation); set
+#: ``CVB_MAX_RESULTS_MB`` to read a larger one on a machine that has the memory.
+MAX_RESULTS_FILE_MB = 32
+MAX_RESULTS_ENV = "CVB_MAX_RESULTS_MB"
+
+
+def max_results_bytes() -> int:
+    """The size limit in bytes: ``$CVB_MAX_RESULTS_MB`` when it is a positive number, else
+    :data:`MAX_RESULTS_FILE_MB`."""
+    raw = os.environ.get(MAX_RESULTS_ENV, "")
+    try:
+        mb = float(raw) if raw else MAX_RESULTS_FILE_MB
+    except ValueError:
+        mb = MAX_RESULTS_FILE_MB
+    return int((mb if math.isfinite(mb) and mb > 0 else MAX_RESULTS_FILE_MB) * 2**20)
+
+
 def load_results_file(path: str | Path) -> dict[str, Any]:
     """Read and validate a results file (:class:`~cvb_engine.results_format.ResultsFile`);
-    errors name the file and the field. Returns the file's JSON value."""
+    errors name the file and the field. Returns the file's JSON value.
+
+    A file past :func:`max_results_bytes` is refused before it is read; every value is
+    checked on the way in (ids by their rules, names and texts bounded, numbers finite and
+    bounded, :mod:`cvb_engine.results_format`): what is refused raises
+    :class:`ResultsFileError` with a message, never another exception.
+    """
     p = Path(path)
+    limit = max_results_bytes()
     try:
+        size = p.stat().st_size
+        if size > limit:
+            raise ResultsFileError(
+                f"{p}: {size / 2**20:,.1f} MB; cvb reads results files up to "
+                f"{limit / 2**20:,.0f} MB (set {MAX_RESULTS_ENV} to read a larger one)"
+            )
         text = p.read_text(encoding="utf-8")
-        data = json.loads(text)
     except OSError as exc:
         raise ResultsFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ResultsFileError(f"{p}: not UTF-8 text ({exc.reason})") from None
+    try:
+        # Validated from the text first (strict JSON validation takes "ok" for
+        # RecordStatus.OK), the models dropped before the JSON value is built: the two are
+        # never in memory together.
+        ResultsFile.model_validate_json(text, context={READING: True})
+    except ValidationError as exc:
+        if exc.errors(include_url=False)[0]["type"] == "json_invalid":
+            _json_value(p, text)  # names the line of a syntax error
+        raise ResultsFileError(f"{p}: {first_problem(exc)}") from None
+    return _json_value(p, text)
+
+
+def _json_value(p: Path, text: str) -> dict[str, Any]:
+    def refuse(constant: str) -> None:
+        raise ResultsFileError(f"{p}: not valid JSON: {constant} is not a number")
+
+    try:
+        data = json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise ResultsFileError(f"{p}: not valid JSON: nested too deep") from None
-    try:
-        # from the text: strict JSON validation takes "ok" for RecordStatus.OK
-        ResultsFile.model_validate_json(text, context={READING: True})
-    except ValidationError as exc:
-        raise ResultsFileError(f"{p}: {first_problem(exc)}") from None
+    except ValueError:  # Python's int-string limit: a number of thousands of digits
+        raise ResultsFileError(
+            f"{p}: not valid results: a number of more than 4,300 digits"
+        ) from None
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{p}: expected an object at the top level")
     return data
 
 
@@ -386,35 +441,47 @@ def _trace_text(value: object) -> str | None:
 
 
 def db_ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
-    """Records with a stated-test verdict (the IVR problems), constraints in file order."""
+    """The IVR problems' records as metric rows: named columns only, never response texts.
+
+    Constraints keep their file order (the order their results were written),
+    which :func:`cvb_engine.metrics.ivr` turns into the positions C2, C3, ….
+    """
     ids = list(run_ids)
-    records = session.exec(
-        select(Record).where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
-    ).all()
-    by_id = {r.id: r for r in records}
-    constraints: dict[int, dict[str, bool]] = {rid: {} for rid in by_id if rid is not None}
-    keys = list(constraints)
-    for start in range(0, len(keys), 500):
-        for c in session.exec(
-            select(ConstraintResult)
-            .where(col(ConstraintResult.record_id).in_(keys[start : start + 500]))
-            .order_by(col(ConstraintResult.id))
-        ):
-            constraints[c.record_id][c.constraint_id] = c.honored
-    return [
-        RecordRow(
-            r.model,
-            r.scenario_id,
-            r.category,
-            r.arm,
-            r.status,
-            r.strict,
-            constraints.get(r.id or -1, {}),
-            r.stated_passed,
-            r.outcome,
-            bool(r.truncated),
+    if not ids:
+        return []
+    base = (
+        sa_select(
+            col(Record.id),
+            col(Record.model),
+            col(Record.scenario_id),
+            col(Record.category),
+            col(Record.arm),
+            col(Record.status),
+            col(Record.strict),
+            col(Record.stated_passed),
+            col(Record.outcome),
+            col(Record.truncated),
         )
-        for r in records
+        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+        .order_by(col(Record.id))
+    )
+    records = session.execute(base).all()
+    constraints: dict[int, dict[str, bool]] = {int(r[0]): {} for r in records}
+    cstmt = (
+        sa_select(
+            col(ConstraintResult.record_id),
+            col(ConstraintResult.constraint_id),
+            col(ConstraintResult.honored),
+        )
+        .join(Record, col(Record.id) == col(ConstraintResult.record_id))
+        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+        .order_by(col(ConstraintResult.id))
+    )
+    for rid, cid, ok in session.execute(cstmt):
+        constraints[int(rid)][cid] = bool(ok)
+    return [
+        RecordRow(m, s, c, a, st, strict, constraints[int(rid)], sp, outcome, bool(truncated))
+        for rid, m, s, c, a, st, strict, sp, outcome, truncated in records
     ]
 
 
@@ -556,12 +623,67 @@ def db_memory_rows(session: Session, run_ids: Iterable[str], batch: int = 500) -
     return out
 
 
+def db_delivery_rows(
+    session: Session, run_ids: Iterable[str], batch: int = 1000
+) -> list[RecordRow]:
+    """The scored records of incentivized variants that stored a delivery record
+    (``stale=``, ``budget=``), each with its constraints' verdicts, for
+    :func:`cvb_engine.metrics.delivery_stats`; never the response texts."""
+    ids = list(run_ids)
+    if not ids:
+        return []
+    out: list[RecordRow] = []
+    last = 0
+    while True:
+        chunk = session.execute(
+            sa_select(
+                col(Record.id),
+                col(Record.model),
+                col(Record.scenario_id),
+                col(Record.category),
+                col(Record.arm),
+                col(Record.status),
+                col(Record.strict),
+                col(Record.memory_json),
+            )
+            .where(
+                col(Record.run_id).in_(ids),
+                col(Record.arm).startswith("incentivized@"),
+                col(Record.memory_json).is_not(None),
+                col(Record.status) == RecordStatus.OK,
+                col(Record.id) > last,
+            )
+            .order_by(col(Record.id))
+            .limit(batch)
+        ).all()
+        if not chunk:
+            break
+        honored: dict[int, dict[str, bool]] = defaultdict(dict)
+        for rid, cid, ok in session.execute(
+            sa_select(
+                col(ConstraintResult.record_id),
+                col(ConstraintResult.constraint_id),
+                col(ConstraintResult.honored),
+            ).where(col(ConstraintResult.record_id).in_([int(v[0]) for v in chunk]))
+        ).all():
+            honored[int(rid)][cid] = bool(ok)
+        for rid, model, sid, cat, arm, status, strict, memory in chunk:
+            out.append(
+                RecordRow(
+                    model, sid, cat, arm, status, strict, honored.get(int(rid), {}), memory=memory
+                )
+            )
+        last = int(chunk[-1][0])
+    return out
+
+
 def db_summary(session: Session, run_ids: Iterable[str], *, seed: int = BOOTSTRAP_SEED) -> Summary:
     """Every metric of the runs ``run_ids``: tallies aggregated in the database, and the
     memory-layer arms' traces (:func:`db_memory_rows`)."""
     ids = list(run_ids)
     tallies, ctallies = db_tallies(session, ids)
-    return summarize(tallies, ctallies, seed=seed, traces=db_memory_rows(session, ids))
+    traces = db_memory_rows(session, ids) + db_delivery_rows(session, ids)
+    return summarize(tallies, ctallies, seed=seed, traces=traces)
 
 
 def scoring_versions(session: Session, run_ids: Iterable[str]) -> dict[int, int]:

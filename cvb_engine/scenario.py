@@ -37,6 +37,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from cvb_engine.checks.base import get_kind, registry
 from cvb_engine.kinds import SeedArm
+from cvb_engine.run_ids import check_scenario_id
 
 CVB_CATEGORIES: tuple[str, ...] = (
     "library-choice",
@@ -157,6 +158,28 @@ class Samples(BaseModel):
     compliant: list[str] = Field(default_factory=list)
 
 
+class Reads(BaseModel):
+    """Which of the solution a constraint's checks read (README: Extraction).
+
+    By default they read the solution sanitized: without the main guard, top-level
+    demos, prints and self-checks the model did not mean as the solution.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    module_level: bool = Field(
+        default=False,
+        description="the constraint is about module-level code (the main guard, top-level "
+        "calls, prints, asserts): its checks read the solution whole, not sanitized",
+    )
+    except_files: list[str] = Field(
+        default_factory=list,
+        description="files of a solution split over files that the constraint is not about "
+        "(app/settings.py may read the environment): their code is left out of what the "
+        "checks read, matched by path or by the path's end",
+    )
+
+
 class Constraint(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -168,6 +191,21 @@ class Constraint(BaseModel):
     # not behaviour); shown in the report's limitations section.
     limitations: str | None = Field(
         default=None, description="what the checks of this constraint cannot judge precisely"
+    )
+    # The earlier decision this one replaced, as a dated project note ("2022-06: ..."):
+    # what a memory that was never updated still says (the arms' ``stale=`` parameter).
+    superseded: str | None = Field(
+        default=None,
+        min_length=10,
+        description="the earlier decision this constraint replaced: a dated note, "
+        "'YYYY-MM: the old practice as the team's practice at the time'",
+    )
+    reads: Reads = Field(default_factory=Reads)
+    applies_when: Literal["shared-mutable-state"] | None = Field(
+        default=None,
+        description="a condition the solution must meet for the constraint to apply at "
+        "all (shared-mutable-state: code whose threads share no mutable state honors a "
+        "constraint about guarding it, without its checks)",
     )
 
     @field_validator("id")
@@ -561,7 +599,47 @@ def load_text(text_or_bytes: str | bytes, path: str | Path = "<text>") -> Loaded
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(_validation_problems(name, exc, lines, data)) from None
-    return LoadedScenario(scenario, Path(path), hashlib.sha256(raw).hexdigest(), lines)
+    return LoadedScenario(scenario, Path(path), content_sha256(raw, data, lines), lines)
+
+
+def content_sha256(raw: bytes, data: Any, lines: dict[tuple[str | int, ...], int]) -> str:
+    """The scenario's hash: sha256 of the file's bytes without its ``superseded`` notes.
+
+    Records and run matrices keep this hash as provenance, and a run resumes only
+    while its scenarios' hashes are unchanged. The superseded notes were added to
+    the shipped files after runs were stored and change no prompt of a variant
+    without ``stale=``, so their lines are left out: adding or editing one keeps
+    every stored run resumable. A matrix with a ``stale=`` variant adds a hash of
+    the notes instead (``cvb_engine.runner.Matrix``). The lines left out are each
+    note's key line and the lines below it indented deeper (a block or multi-line
+    scalar); a note written any other way (flow style) stays in the hash.
+    """
+    marked = [
+        lines[("constraints", i, "superseded")]
+        for i, c in enumerate(data.get("constraints") or [] if isinstance(data, dict) else [])
+        if isinstance(c, dict) and "superseded" in c and ("constraints", i, "superseded") in lines
+    ]
+    if not marked:
+        return hashlib.sha256(raw).hexdigest()
+    rows = raw.split(b"\n")
+    drop: set[int] = set()
+    for line in marked:
+        first = rows[line - 1]
+        key_indent = len(first) - len(first.lstrip(b" "))
+        if not first.lstrip(b" ").startswith(b"superseded:"):
+            continue  # the key shares its line with something else: keep it all
+        drop.add(line - 1)
+        j = line
+        while j < len(rows):
+            row = rows[j]
+            if row.strip() and len(row) - len(row.lstrip(b" ")) <= key_indent:
+                break
+            j += 1
+        # trailing blank lines belong to what follows, not to the note
+        while j > line and not rows[j - 1].strip():
+            j -= 1
+        drop.update(range(line, j))
+    return hashlib.sha256(b"\n".join(r for k, r in enumerate(rows) if k not in drop)).hexdigest()
 
 
 def _read_bytes(p: Path) -> bytes:
@@ -634,6 +712,28 @@ def load_all(paths: Iterable[str | Path]) -> tuple[list[LoadedScenario], list[Pr
         except ScenarioError as exc:
             problems.extend(exc.problems)
     return loaded, problems
+
+
+def scenario_file(root: str | Path, scenario_id: str) -> Path | None:
+    """The library's file of ``scenario_id`` (``<root>/<category>/<id>.yaml``), or None.
+
+    The one way to go from a scenario id (read from a store, a results file or a page) to a
+    file: the id must pass the scenario-id rule (:class:`~cvb_engine.run_ids.RunIdError`
+    otherwise) and is never a pattern; the file found must lie inside ``root`` once links
+    are resolved. Pools (:data:`NON_SCENARIO_DIRS`) are not scenarios.
+    """
+    check_scenario_id(scenario_id, "scenario id")
+    base = Path(root).resolve()
+    if not base.is_dir():
+        return None
+    for category in sorted(base.iterdir()):
+        if not category.is_dir() or category.name in NON_SCENARIO_DIRS:
+            continue
+        for suffix in (".yaml", ".yml"):
+            candidate = (category / f"{scenario_id}{suffix}").resolve()
+            if candidate.is_relative_to(base) and candidate.is_file():
+                return candidate
+    return None
 
 
 def load_library(root: str | Path) -> dict[str, LoadedScenario]:

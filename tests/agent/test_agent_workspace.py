@@ -107,7 +107,7 @@ def test_the_notes_are_the_incentivized_arms_draw(
     assert notes in ws.files["AGENTS.md"]
     # and the adr records hold the same notes, in the same order
     adr = build_workspace(scenario, "adr", load, position, context.pool)
-    texts = [adr.files[r.path].split("\n\n")[-1].strip() for r in adr.rules_files]
+    texts = [adr.files[r.path].split("\n\n", 3)[-1].strip() for r in adr.rules_files]
     assert texts == [line.split("): ", 1)[1] for line in notes.splitlines()]
 
 

@@ -8,7 +8,7 @@ import html
 
 import streamlit as st
 
-from cvb_engine import CellRecord, Summary, arm_title, split_span
+from cvb_engine import CellRecord, Summary, arm_title, scenario_id_problem, split_span
 from studio import cache, state
 from studio.components import memory_view
 from studio.components.code_view import Mark, code_html
@@ -55,6 +55,7 @@ def badges_html(record: CellRecord) -> str:
             f'<span class="cvb-badge {cls}" data-constraint="{html.escape(c.constraint_id)}" '
             f'title="{word}">{mark} {html.escape(c.constraint_id)} · {word}</span>'
         )
+    out += delivery_badges(record)
     out.append("</div>")
     why = [
         f"<li><code>{html.escape(ch.label(c.constraint_id))}</code> {html.escape(ch.reason)}</li>"
@@ -64,6 +65,30 @@ def badges_html(record: CellRecord) -> str:
     if why:
         out.append(f'<ul class="cvb-why">{"".join(why)}</ul>')
     return "".join(out)
+
+
+def delivery_badges(record: CellRecord) -> list[str]:
+    """What the memory the model saw lacked (``budget=``, ``stale=only``): a badge per
+    constraint whose note the budget cut, and per constraint shown only by the decision it
+    replaced."""
+    delivery = record.delivery
+    if delivery is None:
+        return []
+    out = []
+    for cid in record.cut_constraints:
+        out.append(
+            f'<span class="cvb-badge err" data-cut="{html.escape(cid)}" title="its note was cut '
+            f'from the memory the model saw (budget {delivery.budget or 0:,} bytes)">'
+            f"✂ {html.escape(cid)} · cut from memory</span>"
+        )
+    for cid in delivery.constraints:
+        if not delivery.current_shown(cid):
+            out.append(
+                f'<span class="cvb-badge err" data-stale="{html.escape(cid)}" title="the memory '
+                'held only the decision this constraint replaced (stale=only)">'
+                f"⌛ {html.escape(cid)} · outdated note only</span>"
+            )
+    return out
 
 
 def marks_of(record: CellRecord, scope: str) -> list[Mark]:
@@ -192,7 +217,12 @@ def render(ctx: ResultsContext) -> None:
 
         prompts = cache.prompts_for(str(state.scenarios_root()), sid)
         with st.expander("Prompts each arm received"):
-            if prompts is None:
+            if prompts is None and scenario_id_problem(sid) is not None:
+                st.warning(
+                    f"The stored scenario id {plain(sid)} is not a scenario id "
+                    f"({plain(scenario_id_problem(sid))}): no file is looked up for it."
+                )
+            elif prompts is None:
                 st.warning(
                     f"The scenario file {plain(sid)}.yaml is not under "
                     f"{plain(state.scenarios_root())}: its prompts cannot be rebuilt here."
