@@ -278,3 +278,18 @@ def test_a_broken_server_mid_episode_is_an_error_record_with_its_trace(
     assert trace.ended_by == "error" and trace.error == rec["error"]
     assert trace.steps == 1 and trace.calls[0].name == "write_file"
     assert rec["strict"] is None  # an error record is not scored: retried with --retry-errors
+
+
+def test_cvb_score_rejudges_agent_records_from_their_files(tmp_path: Path, scenarios: Path) -> None:
+    """Re-scoring reads the files in the trace, never the reply: same verdicts."""
+    from cvb_engine.rescore import rescore_run
+    from cvb_engine.scenario import load_library
+
+    recs = run_agents(tmp_path, scenarios, ["reader", "writer", "talker"], ["agent"])
+    before = {k: (r["strict"], r["outcome"], r["code"]) for k, r in recs.items()}
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    done = rescore_run("r1", load_library(scenarios), db=db)
+    assert done.scored == 3 and done.verdicts_changed == 0
+    after = {k: (r["strict"], r["outcome"], r["code"]) for k, r in agent_records(db).items()}
+    assert after == before
+    assert before[("talker", "agent")][1] == "no-code"  # its reply's code block is not scored
