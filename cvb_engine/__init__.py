@@ -14,6 +14,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cvb_engine.agent.trace import AgentTrace
+    from cvb_engine.agent.trace import read_any as agent_read_any
+    from cvb_engine.agent.trace import read_flags as agent_read_flags
+    from cvb_engine.agent.trace import read_trace as read_agent_trace
     from cvb_engine.arms import ArmError, arm_kind, arm_order, canonical_arm, parse_arm
     from cvb_engine.arms.layered import TOOL_NAME as MEMORY_TOOL_NAME
     from cvb_engine.arms.layered import LayerParams, layer_spec
@@ -202,7 +206,11 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "AgentTrace": "cvb_engine.agent.trace",
     "Aggregates": "cvb_engine.queries",
+    "agent_read_any": "cvb_engine.agent.trace:read_any",
+    "agent_read_flags": "cvb_engine.agent.trace:read_flags",
+    "read_agent_trace": "cvb_engine.agent.trace:read_trace",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
     "CANARY": "cvb_engine.scenario",
@@ -414,6 +422,7 @@ __all__ = [
     "RUN_ID_RULE",
     "SCENARIO_ID_PATTERN",
     "SCORING_VERSION",
+    "AgentTrace",
     "Aggregates",
     "ArmAccuracy",
     "ArmError",
@@ -472,6 +481,8 @@ __all__ = [
     "Trace",
     "TraceCall",
     "accuracy_table",
+    "agent_read_any",
+    "agent_read_flags",
     "aggregates",
     "allowed_from_env",
     "arm_kind",
@@ -558,6 +569,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_agent_trace",
     "read_delivery",
     "read_trace",
     "recent_launches",
