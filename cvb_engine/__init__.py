@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cvb_engine import authoring
+    from cvb_engine.agent.trace import AgentTrace
+    from cvb_engine.agent.trace import read_any as agent_read_any
+    from cvb_engine.agent.trace import read_flags as agent_read_flags
+    from cvb_engine.agent.trace import read_trace as read_agent_trace
     from cvb_engine.arms import (
         ArmError,
         arm_kind,
@@ -215,8 +219,12 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "AgentTrace": "cvb_engine.agent.trace",
     "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
+    "agent_read_any": "cvb_engine.agent.trace:read_any",
+    "agent_read_flags": "cvb_engine.agent.trace:read_flags",
+    "read_agent_trace": "cvb_engine.agent.trace:read_trace",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
     "CANARY": "cvb_engine.scenario",
@@ -442,6 +450,7 @@ __all__ = [
     "SCENARIO_ID_PATTERN",
     "SCORING_VERSION",
     "TEMPLATES",
+    "AgentTrace",
     "Aggregates",
     "ArmAccuracy",
     "ArmError",
@@ -500,6 +509,8 @@ __all__ = [
     "Trace",
     "TraceCall",
     "accuracy_table",
+    "agent_read_any",
+    "agent_read_flags",
     "aggregates",
     "allowed_from_env",
     "arm_kind",
@@ -589,6 +600,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_agent_trace",
     "read_delivery",
     "read_trace",
     "recent_launches",

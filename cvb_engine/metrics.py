@@ -62,6 +62,9 @@ class RecordRow:
     error_kind: str | None = None
     # the memory trace (Record.memory_json), for the memory-layer arms' reports; untrusted
     memory: str | None = None
+    # the agent episode's trace (Record.agent_json), for the agent arm's reports; untrusted
+    # (read with cvb_engine.agent.trace.read_trace)
+    agent: str | None = None
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,7 @@ def record_entry(record: Record, constraints: dict[str, ConstraintEntry] | None)
         response_cut=record.response_cut,
         error_kind=None if ok else ErrorKind(record.error_kind or ErrorKind.API),
         memory=_object_or_none(trace_value(record.memory_json)),
+        agent=_object_or_none(trace_value(record.agent_json)),
         worker=record.worker,
         scoring_version=record.scoring_version if ok else None,
         constraints=(constraints or {}) if ok else None,
@@ -424,6 +425,7 @@ def rows_from_results(data: dict[str, Any]) -> list[RecordRow]:
             error_kind=r.get("error_kind"),
             # read back as the text a store keeps: the trace is validated where it is read
             memory=_trace_text(r.get("memory")),
+            agent=_trace_text(r.get("agent")),
         )
         for r in data["records"]
     ]

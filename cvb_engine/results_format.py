@@ -34,6 +34,7 @@ from pydantic import (
 from pydantic import model_validator as _model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from cvb_engine.agent.trace import AgentTrace
 from cvb_engine.extract import Outcome
 from cvb_engine.kinds import ErrorKind, RecordStatus
 from cvb_engine.memory_trace import Delivery, Trace
@@ -191,6 +192,11 @@ MemoryTrace = Annotated[
 ]
 
 
+AgentTraceValue = Annotated[
+    dict[str, Any] | None, PlainValidator(_any_object, json_schema_input_type=AgentTrace | None)
+]
+
+
 class RecordEntry(_Model):
     """One cell of the matrix: a model's answer to one scenario under one arm, and its
     verdicts. An error record carries no ``constraints``, ``strict`` nor ``outcome``."""
@@ -226,6 +232,10 @@ class RecordEntry(_Model):
     (memory, memory-tool), or an incentivized ``stale=`` / ``budget=`` variant's delivery
     flags per constraint (:class:`~cvb_engine.memory_trace.Delivery`); null for other arms.
     An object of another shape reads as unavailable."""
+    agent: AgentTraceValue = None
+    """The agent episode as stored (:class:`cvb_engine.agent.trace.AgentTrace`: transcript,
+    files written, steps, tokens, per-constraint read flags); null for the other arms. An
+    object of another shape reads as unavailable."""
     worker: str | None = None
     """The runner that stored the record (``cvb run --worker``); null before runners had
     names."""
