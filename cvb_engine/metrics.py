@@ -36,6 +36,8 @@ from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
 if TYPE_CHECKING:
     import numpy as np
 
+    from cvb_engine.agent.metrics import AgentStat
+
 # numpy is imported by the functions that resample: `import cvb_engine` (and so
 # `cvb lint`, `cvb --help`) does not pay for it.
 
@@ -270,6 +272,8 @@ class Summary:
     layers: dict[str, str] = field(default_factory=dict)
     # one per (model, memory-tool variant)
     tool_use: list[ToolUse] = field(default_factory=list)
+    # one per (model, agent variant): read versus obeyed (cvb_engine.agent.metrics)
+    agent: list[AgentStat] = field(default_factory=list)
 
 
 ARM_ORDER: tuple[str, ...] = tuple(a.value for a in SeedArm)
@@ -398,8 +402,13 @@ def summarize(
     (:attr:`RecordRow.memory`): every record of a ``memory-tool`` variant for its
     tool-use figures, and at least one record of each other layer arm to name its
     layer. Without them a layer arm is named by its parameters and has no
-    tool-use figures.
+    tool-use figures. Records of ``agent`` variants among them, with their
+    trace (:attr:`RecordRow.agent`) and verdicts, give the read-versus-obeyed
+    figures (:func:`cvb_engine.agent.metrics.agent_stats`); each is boiled
+    down as it is read, so ``traces`` may be a generator over a large store.
     """
+    from cvb_engine.agent.metrics import agent_stats, episode, is_agent_arm
+
     strict: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_category: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_scenario: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
@@ -431,7 +440,13 @@ def summarize(
         for cat in categories
     }
     arms = ordered_arms(t.arm for t in tallies)
-    trace_rows = [r for r in traces if layer_kind(r.arm) is not None]
+    trace_rows = []
+    agent_episodes = []
+    for r in traces:
+        if layer_kind(r.arm) is not None:
+            trace_rows.append(r)
+        elif is_agent_arm(r.arm):
+            agent_episodes.append(episode(r))
     return Summary(
         models=models,
         arms=arms,
@@ -449,6 +464,7 @@ def summarize(
         memory=memory_stats(tallies, models, arms, seed=seed),
         layers=layer_names(arms, trace_rows),
         tool_use=tool_use(trace_rows, seed=seed),
+        agent=agent_stats(agent_episodes, tallies=tallies, seed=seed),
     )
 
 

@@ -47,7 +47,7 @@ from cvb_engine.report import (
     sandbox_label,
     weaker_backends,
 )
-from cvb_engine.results import db_memory_rows, db_tallies, run_scenario_ids, scoring_versions
+from cvb_engine.results import db_tallies, db_trace_rows, run_scenario_ids, scoring_versions
 from cvb_engine.scenario import ScenarioError, load_library
 from cvb_engine.scoring import SCORING_VERSION
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, as_utc
@@ -194,7 +194,7 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     """Tallies aggregated in SQL, then every metric (the engine's own functions)."""
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
-    summary = summarize(tallies, ctallies, traces=db_memory_rows(session, ids))
+    summary = summarize(tallies, ctallies, traces=db_trace_rows(session, ids))
     runs = [(run, rid) for rid in ids if (run := session.get(Run, rid)) is not None]
     return Aggregates(
         run_ids=ids,

@@ -474,6 +474,21 @@ def _memory_section(summary: Summary) -> str:
     return "".join(parts)
 
 
+def _agent_section(summary: Summary) -> str:
+    """Read versus obeyed, per model × agent variant (:mod:`cvb_engine.report.agent`)."""
+    from cvb_engine.report.agent import AGENT_NOTE, agent_tables
+
+    tables = agent_tables(summary)
+    if not tables:
+        return ""
+    parts = ["<h2>Agent arm: read versus obeyed</h2>", f'<p class="muted">{_e(AGENT_NOTE)}</p>']
+    for table in tables:
+        parts += [f"<h3>{_e(table.title)}</h3>", _plain_table(table.header, table.rows)]
+        if table.note:
+            parts.append(f'<p class="muted">{_e(table.note)}</p>')
+    return "".join(parts)
+
+
 def _constraint_table(summary: Summary) -> str:
     arms = summary.arms
     head = _arm_heads(summary)
@@ -726,6 +741,7 @@ def html_report(
             _category_tables(summary),
         ]
     parts.append(_memory_section(summary))
+    parts.append(_agent_section(summary))
     if ivr_results:
         parts.append(_ivr_section(ivr_results, ref))
     if ref is not None:

@@ -264,6 +264,9 @@ def markdown(
         )
         out.append("")
     out += memory_markdown(summary)
+    from cvb_engine.report.agent import agent_markdown  # the section imports this module
+
+    out += agent_markdown(summary)
     out += limitations_markdown(notes.limitations if notes else ())
     return "\n".join(out)
 
