@@ -353,6 +353,8 @@ class ToolBox:
 
     def _read(self, raw: str) -> _Outcome:
         rel, full = resolve(self.root, raw)
+        if full.is_dir() and not full.is_symlink():
+            raise PathRefused(f"{rel!r} is a folder (list it with list_files)")
         try:
             fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
@@ -391,9 +393,11 @@ class ToolBox:
         hits: list[str] = []
         seen: set[tuple[str, int]] = set()
         total = 0
+        skipped = 0
         for rel, full in self._files():
             try:
                 if os.lstat(full).st_size > MAX_SEARCH_FILE_BYTES:
+                    skipped += 1
                     continue
                 fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
                 with os.fdopen(fd, "rb") as handle:
@@ -409,11 +413,11 @@ class ToolBox:
                     continue
                 hits.append(f"{rel}:{n}: {_window(line, at, len(needle))}")
                 seen.add((rel, n))
-        if not hits:
-            return _Outcome(f"no line contains {needle!r}")
-        text = "\n".join(hits)
+        text = "\n".join(hits) if hits else f"no line contains {needle!r}"
         if total > len(hits):
             text += f"\n[{total - len(hits)} more matching lines not shown]"
+        if skipped:
+            text += f"\n[{skipped} files over {MAX_SEARCH_FILE_BYTES} bytes not searched]"
         shown = tuple(
             dict.fromkeys(
                 p.constraint_id

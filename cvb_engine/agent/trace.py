@@ -14,9 +14,11 @@ output shows them.
 
 Read versus obeyed: :attr:`AgentTrace.read` says per constraint whether the
 agent *saw* its text (opened the file holding it with ``read_file``, or got
-a ``search_files`` result showing one of its lines; with ``preload=true`` the
-root rules file's constraints count as seen, since the system message held
-them). The verdicts say whether it *obeyed*; the two are independent.
+a ``search_files`` result showing one of its lines; for a command, a rules
+file whose access time moved). With ``preload=true`` the root rules file's
+constraints were in the system message anyway: :attr:`AgentTrace.preloaded`
+lists them apart, and :func:`read_flags` takes ``seen=True`` to count them.
+The verdicts say whether it *obeyed*; the two are independent.
 """
 
 from __future__ import annotations
@@ -160,6 +162,9 @@ class AgentTrace(BaseModel):
     rules_files: tuple[RulesFile, ...] = ()
     constraints: tuple[ConstraintPlace, ...] = ()
     preload: bool = False
+    #: Constraints whose text the system message held (``preload=true``: those of the
+    #: root rules file); ``read`` does not count them, it says what the agent opened.
+    preloaded: tuple[str, ...] = ()
     #: The task message the agent got (the first user turn, or stdin of a command).
     task: str = ""
     calls: tuple[ToolCall, ...] = ()
@@ -257,14 +262,20 @@ def explain(text: str | None) -> str | None:
     return None
 
 
-def read_flags(trace: AgentTrace | None) -> dict[str, bool]:
-    """Per constraint id, whether the agent saw its text; empty without a trace."""
-    return dict(trace.read) if trace is not None else {}
+def read_flags(trace: AgentTrace | None, *, seen: bool = False) -> dict[str, bool]:
+    """Per constraint id, whether the agent opened its text (``seen``: or had it in its
+    system message, ``preload``); empty without a trace."""
+    if trace is None:
+        return {}
+    if not seen:
+        return dict(trace.read)
+    return {cid: flag or cid in trace.preloaded for cid, flag in trace.read.items()}
 
 
-def read_any(trace: AgentTrace | None) -> bool:
-    """Whether the agent saw at least one constraint's text."""
-    return trace is not None and any(trace.read.values())
+def read_any(trace: AgentTrace | None, *, seen: bool = False) -> bool:
+    """Whether the agent opened at least one constraint's text (``seen``: or had one in
+    its system message)."""
+    return any(read_flags(trace, seen=seen).values())
 
 
 def trace_value(text: str | None) -> Any:

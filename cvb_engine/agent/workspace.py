@@ -18,7 +18,8 @@ What it holds (every path relative to the workspace root)::
     a "Conventions" section at the end of ``README.md``.
 ``nested``
     ``fernhollow/AGENTS.md`` (the package the task touches) holds the constraints;
-    the root ``AGENTS.md`` holds only the distractors.
+    the root ``AGENTS.md`` holds only the distractors (``position`` has nothing to
+    place there).
 
 The notes are the incentivized arm's, drawn the same way
 (:func:`cvb_engine.arms.incentivized.memory_notes`): the scenario's constraints
@@ -99,9 +100,14 @@ def _snake(name: str) -> str:
     return text[:60]
 
 
+_CALLED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
 def module_name(scenario: Scenario) -> str:
-    """The module the task's code goes in: from the entry point, else the scenario id."""
-    return _snake(scenario.entry_point or scenario.id)
+    """The module the task's code goes in: from the entry point, else the first function
+    the task names (``fetch_json(url)``), else the scenario id."""
+    named = _CALLED.search(scenario.task)
+    return _snake(scenario.entry_point or (named.group(1) if named else scenario.id))
 
 
 def target_paths(scenario: Scenario) -> tuple[str, ...]:
@@ -139,8 +145,9 @@ class Workspace:
             digest.update(path.encode() + b"\0" + self.files[path].encode() + b"\0")
         return digest.hexdigest()
 
-    def write(self, root: Path) -> None:
-        """Create the files under ``root`` (an empty folder the caller owns)."""
+    def write(self, root: Path) -> dict[str, int]:
+        """Create the files under ``root`` (an empty folder the caller owns); return the
+        memory files' access times (ns) as set."""
         for path, text in self.files.items():
             target = root / path
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -148,9 +155,12 @@ class Workspace:
         # Memory files get an access time before their modification time: an agent
         # program that opens one then moves it forward (relatime), which is how the
         # command transport sees what was read (cvb_engine.agent.command).
+        atimes = {}
         for rules in self.rules_files:
             stat = (root / rules.path).stat()
             os.utime(root / rules.path, ns=(stat.st_mtime_ns - 120 * 10**9, stat.st_mtime_ns))
+            atimes[rules.path] = (root / rules.path).stat().st_atime_ns
+        return atimes
 
 
 def _places(path: str, text: str, notes: list[tuple[Note, str]]) -> list[ConstraintPlace]:

@@ -1,0 +1,204 @@
+"""The agent arm through the real runner, against the scripted tool-calling endpoint.
+
+Each scripted agent (tests/scripted_agent.py) does something known: reads the
+rules then follows them, writes at once, follows only what is in its messages,
+tries hostile calls, never stops. The records must say what each did: the
+verdicts of the file it wrote, per constraint whether it read the rule, the
+refusals, the steps; nothing outside the workspace changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TESTS))
+
+from scripted_agent import (  # noqa: E402
+    FETCH_COMPLIANT,
+    FETCH_HTTPX_ONLY,
+    FETCH_VIOLATING,
+    HOSTILE_CALLS,
+    ScriptedAgent,
+)
+from sqlmodel import Session  # noqa: E402
+from test_runner import (  # noqa: E402, F401 (_isolated_env: the runner tests' autouse fixture)
+    _isolated_env,
+    execute,
+    options,
+    query,
+    write_scenarios,
+)
+
+from cvb_engine.agent.trace import AgentTrace, read_any  # noqa: E402
+from cvb_engine.results import (  # noqa: E402
+    export_results,
+    load_results_file,
+    rows_from_results,
+    write_json_atomic,
+)
+from cvb_engine.store import get_engine  # noqa: E402
+
+CONSTRAINTS = ("httpx-not-requests", "timeout-set")
+
+
+def agent_records(db: str, run_id: str = "r1") -> dict[tuple[str, str], dict[str, Any]]:
+    cols = ["model", "arm", "status", "error", "strict", "outcome", "code", "agent_json"]
+    cols += ["prompt_tokens", "completion_tokens", "response"]
+    rows = query(db, f"SELECT {', '.join(cols)} FROM record WHERE run_id = :r", r=run_id)
+    out = {}
+    for row in rows:
+        rec = dict(zip(cols, row, strict=True))
+        rec["trace"] = AgentTrace.from_json(rec["agent_json"])
+        rec["honored"] = dict(
+            query(
+                db,
+                "SELECT c.constraint_id, c.honored FROM constraintresult c JOIN record r "
+                "ON r.id = c.record_id WHERE r.run_id = :r AND r.model = :m AND r.arm = :a",
+                r=run_id,
+                m=rec["model"],
+                a=rec["arm"],
+            )
+        )
+        out[(rec["model"], rec["arm"])] = rec
+    return out
+
+
+@pytest.fixture
+def scenarios(tmp_path: Path, valid_text: str) -> Path:
+    root = tmp_path / "scenarios"
+    write_scenarios(root, valid_text, per_category=1, categories=["library-choice"])
+    return root
+
+
+def run_agents(
+    tmp_path: Path, scenarios: Path, models: list[str], arms: list[str], **server: Any
+) -> dict[tuple[str, str], dict[str, Any]]:
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    with ScriptedAgent(**server) as agent:
+        outcome = execute(options(agent.base_url, scenarios, db, models=models, arms=arms))
+    assert outcome.progress.done == len(models) * len(arms)
+    return agent_records(db)
+
+
+# (model, arm) -> (the file written, honored per constraint, read per constraint, ended_by)
+EXPECTED = [
+    ("reader", "agent", FETCH_COMPLIANT, (True, True), (True, True), "answer"),
+    ("reader", "agent@rules=claude-md", FETCH_COMPLIANT, (True, True), (True, True), "answer"),
+    ("reader", "agent@rules=adr,load=6", FETCH_COMPLIANT, (True, True), (True, True), "answer"),
+    ("reader", "agent@rules=readme", FETCH_COMPLIANT, (True, True), (True, True), "answer"),
+    ("reader", "agent@rules=nested,load=4", FETCH_COMPLIANT, (True, True), (True, True), "answer"),
+    ("ignorer", "agent", FETCH_VIOLATING, (False, False), (True, True), "answer"),
+    ("writer", "agent", FETCH_VIOLATING, (False, False), (False, False), "answer"),
+    ("writer", "agent@preload=true", FETCH_VIOLATING, (False, False), (False, False), "answer"),
+    ("messages", "agent", FETCH_VIOLATING, (False, False), (False, False), "answer"),
+    ("messages", "agent@preload=true", FETCH_COMPLIANT, (True, True), (False, False), "answer"),
+    ("searcher", "agent", FETCH_COMPLIANT, (True, True), (True, True), "answer"),
+    ("hostile", "agent", FETCH_VIOLATING, (False, False), (False, False), "answer"),
+]
+
+
+def test_verdicts_and_read_flags_match_what_each_agent_did(tmp_path: Path, scenarios: Path) -> None:
+    models = sorted({m for m, *_ in EXPECTED})
+    arms = sorted({a for _, a, *_ in EXPECTED})
+    recs = run_agents(tmp_path, scenarios, models, arms)
+    for model, arm, code, honored, read, ended in EXPECTED:
+        rec = recs[(model, arm)]
+        trace = rec["trace"]
+        assert rec["status"] == "ok", (model, arm, rec["error"])
+        assert trace is not None, (model, arm)
+        assert rec["code"] == code, (model, arm)
+        assert trace.files[0].content == code
+        assert tuple(rec["honored"][c] for c in CONSTRAINTS) == honored, (model, arm)
+        assert rec["strict"] == all(honored)
+        assert tuple(trace.read[c] for c in CONSTRAINTS) == read, (model, arm)
+        assert read_any(trace) == any(read)
+        assert trace.ended_by == ended
+        assert trace.steps <= 12 and trace.requests == trace.steps + 1
+        assert rec["prompt_tokens"] and rec["prompt_tokens"] > 0
+    # preload: the rules were in the system message, listed apart from what was opened
+    preloaded = recs[("messages", "agent@preload=true")]["trace"]
+    assert set(preloaded.preloaded) == set(CONSTRAINTS) and preloaded.preload
+    assert recs[("messages", "agent")]["trace"].preloaded == ()
+
+
+def test_a_partial_reader_is_judged_per_constraint(tmp_path: Path, scenarios: Path) -> None:
+    """The searcher looks for "httpx" only: it sees (and follows) one rule of two."""
+    recs = run_agents(tmp_path, scenarios, ["searcher"], ["agent"], query="httpx")
+    rec = recs[("searcher", "agent")]
+    assert rec["code"] == FETCH_HTTPX_ONLY
+    assert rec["honored"] == {"httpx-not-requests": True, "timeout-set": False}
+    assert rec["trace"].read == {"httpx-not-requests": True, "timeout-set": False}
+
+
+def test_hostile_calls_are_refused_and_nothing_outside_changes(
+    tmp_path: Path, scenarios: Path
+) -> None:
+    outside = [
+        Path("/tmp/cvb-hostile-absolute.txt"),
+        Path("/tmp/outside.txt"),
+        Path("/tmp/outside2.txt"),
+    ]
+    before = {p: p.exists() for p in outside}
+    tmp_before = set(os.listdir("/tmp"))
+    recs = run_agents(tmp_path, scenarios, ["hostile"], ["agent"])
+    trace = recs[("hostile", "agent")]["trace"]
+    hostile = [c for c in trace.calls if c.refused]
+    assert len([c for c in trace.calls if c.refused]) == len(HOSTILE_CALLS)
+    assert all(c.reason for c in trace.calls if c.refused)
+    reasons = " | ".join(c.reason or "" for c in hostile)
+    for needle in ("absolute", "'..'", "unknown tool", "not JSON", "needs the field", "string"):
+        assert needle in reasons, needle
+    assert "longer than 20000" in reasons and "at most 16000" in reasons
+    assert {p: p.exists() for p in outside} == before
+    # no file of the episode is left behind in /tmp (the workspace is removed)
+    assert not {n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("cvb-agent-")}
+    # the real solution write went through
+    assert trace.calls[-1].name == "write_file" and not trace.calls[-1].refused
+
+
+def test_an_endless_agent_ends_within_its_steps(tmp_path: Path, scenarios: Path) -> None:
+    recs = run_agents(tmp_path, scenarios, ["endless"], ["agent", "agent@steps=3"])
+    for arm, steps in (("agent", 12), ("agent@steps=3", 3)):
+        rec = recs[("endless", arm)]
+        trace = rec["trace"]
+        assert trace.ended_by == "steps" and trace.steps == steps
+        assert trace.requests == steps + 1  # then one last request without tools
+        # its last reply's calls are recorded, refused, never run
+        last = [c for c in trace.calls if c.round == steps + 1]
+        assert last and all(c.refused for c in last)
+        assert rec["outcome"] == "no-code" and not rec["strict"]
+        assert rec["honored"] == {c: False for c in CONSTRAINTS}
+
+
+def test_an_agent_that_never_calls_a_tool_wrote_nothing(tmp_path: Path, scenarios: Path) -> None:
+    recs = run_agents(tmp_path, scenarios, ["talker"], ["agent"])
+    rec = recs[("talker", "agent")]
+    assert rec["status"] == "ok" and rec["outcome"] == "no-code"
+    assert rec["trace"].files == () and rec["trace"].steps == 0
+    assert "```python" in rec["response"]  # kept, not scored
+
+
+def test_the_results_file_carries_the_trace(tmp_path: Path, scenarios: Path) -> None:
+    recs = run_agents(tmp_path, scenarios, ["reader"], ["agent"])
+    data = json.loads(recs[("reader", "agent")]["agent_json"])
+    assert data["format"] == "cvb-agent-trace/1" and data["transport"] == "tools"
+    assert data["targets"] == ["fernhollow/fetch_json.py"]
+    assert data["rules_files"][0]["path"] == "AGENTS.md"
+    with Session(get_engine(f"sqlite:///{tmp_path / 'cvb.db'}")) as session:
+        exported = export_results(session, "r1")
+    [entry] = exported["records"]
+    assert entry["agent"]["files"][0]["content"] == FETCH_COMPLIANT
+    assert entry["code"] == FETCH_COMPLIANT
+    path = tmp_path / "results.json"
+    write_json_atomic(path, exported)
+    loaded = load_results_file(path)  # validated by the file's own model
+    assert loaded["records"][0]["agent"] == entry["agent"]
+    rows = rows_from_results(loaded)
+    assert read_any(AgentTrace.from_json(rows[0].agent))
