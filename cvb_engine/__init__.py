@@ -14,6 +14,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cvb_engine.agent.metrics import is_agent_arm
+    from cvb_engine.agent.trace import AgentTrace
+    from cvb_engine.agent.trace import ToolCall as AgentToolCall
     from cvb_engine.arms import ArmError, arm_kind, arm_order, canonical_arm, parse_arm
     from cvb_engine.arms.layered import TOOL_NAME as MEMORY_TOOL_NAME
     from cvb_engine.arms.layered import LayerParams, layer_spec
@@ -133,6 +136,7 @@ if TYPE_CHECKING:
         records_csv,
     )
     from cvb_engine.report import markdown as markdown_report
+    from cvb_engine.report.agent import AGENT_NOTE, agent_tables
     from cvb_engine.report_html import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR, html_report
     from cvb_engine.results import export_results
     from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
@@ -193,6 +197,11 @@ _WHERE: dict[str, str] = {
     "LoadedScenario": "cvb_engine.scenario",
     "MAX_SCENARIO_BYTES": "cvb_engine.scenario:MAX_FILE_BYTES",
     "MEMORY_NOTE": "cvb_engine.report",
+    "AGENT_NOTE": "cvb_engine.report.agent",
+    "AgentTrace": "cvb_engine.agent.trace",
+    "AgentToolCall": "cvb_engine.agent.trace:ToolCall",
+    "agent_tables": "cvb_engine.report.agent",
+    "is_agent_arm": "cvb_engine.agent.metrics",
     "MEMORY_TOOL_NAME": "cvb_engine.arms.layered:TOOL_NAME",
     "MODEL_PREFERENCE": "cvb_engine.endpoints",
     "OUTCOMES": "cvb_engine.extract",
@@ -344,6 +353,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AGENT_NOTE",
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
@@ -364,6 +374,8 @@ __all__ = [
     "RUN_ID_RULE",
     "SCENARIO_ID_PATTERN",
     "SCORING_VERSION",
+    "AgentToolCall",
+    "AgentTrace",
     "Aggregates",
     "ArmAccuracy",
     "ArmError",
@@ -411,6 +423,7 @@ __all__ = [
     "Summary",
     "Trace",
     "TraceCall",
+    "agent_tables",
     "aggregates",
     "allowed_from_env",
     "arm_kind",
@@ -445,6 +458,7 @@ __all__ = [
     "host_allowed",
     "html_report",
     "imperative_words",
+    "is_agent_arm",
     "is_local_endpoint",
     "ivr_markdown",
     "ivr_results",
