@@ -142,10 +142,12 @@ def _command(trace: AgentTrace) -> None:
 def call_label(call: AgentToolCall) -> str:
     """A call's one-line title (Markdown: every value from the trace through ``plain``)."""
     about = ""
-    if call.path is not None:
-        about = plain(call.path, limit=100)
-    elif call.parsed is not None and isinstance(call.parsed.get("query"), str):
-        about = "“" + plain(call.parsed["query"], limit=80) + "”"
+    parsed = call.parsed or {}
+    asked = call.path if call.path is not None else parsed.get("path")
+    if isinstance(asked, str):  # a refused path too: what the model asked for
+        about = plain(asked, limit=100)
+    elif isinstance(parsed.get("query"), str):
+        about = "“" + plain(parsed["query"], limit=80) + "”"
     head = f"Round {call.round} · {plain(call.name, limit=60)}({about})"
     if call.refused:
         return head + " · ✗ refused"
