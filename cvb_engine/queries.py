@@ -12,12 +12,10 @@ that the page and the HTML report show beside a user's own numbers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import case, func, literal
 from sqlalchemy import select as sa_select
@@ -32,29 +30,23 @@ from cvb_engine.metrics import (
     Interval,
     IVRSummary,
     Rate,
-    RecordRow,
     Summary,
     honored_only_when_ordered,
     ivr,
     ordered_arms,
     summarize,
 )
-from cvb_engine.report import (
-    OUTCOME_HEADER,
-    ReportNotes,
-    limitations_of,
-    outcome_rows,
-    sandbox_label,
-    weaker_backends,
+from cvb_engine.report.notes import ReportNotes, limitations_of, sandbox_label, weaker_backends
+from cvb_engine.results import (
+    db_ivr_rows,
+    db_tallies,
+    db_trace_rows,
+    run_scenario_ids,
+    scoring_versions,
 )
-from cvb_engine.results import db_tallies, db_trace_rows, run_scenario_ids, scoring_versions
 from cvb_engine.scenario import ScenarioError, load_library
 from cvb_engine.scoring import SCORING_VERSION
 from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, as_utc
-
-REFERENCE_DIR = Path(__file__).resolve().parent.parent / "data" / "reference"
-REFERENCE_FILE = REFERENCE_DIR / "cvb-2.0-groq.json"
-REFERENCE_FORMAT = "cvb-reference/1"
 
 # --------------------------------------------------------------------------- runs
 
@@ -184,11 +176,6 @@ class Aggregates:
         """The warning that some scored records were judged by older scoring rules, or None."""
         return ReportNotes(self.scoring_versions).older_rules_text()
 
-    def outcome_table(self) -> list[dict[str, str]]:
-        """The reports' answer-outcome rows (:func:`cvb_engine.report.outcome_rows`), keyed by
-        :data:`cvb_engine.report.OUTCOME_HEADER`: one per model × arm with scored records."""
-        return [dict(zip(OUTCOME_HEADER, row, strict=True)) for row in outcome_rows(self.summary)]
-
 
 def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     """Tallies aggregated in SQL, then every metric (the engine's own functions)."""
@@ -230,10 +217,6 @@ def report_notes(
             library = {}
         limitations = limitations_of(library, run_scenario_ids(session, ids))
     return ReportNotes(scoring_versions(session, ids), limitations)
-
-
-def _arms(summary: Summary) -> list[str]:
-    return list(summary.arms)
 
 
 @dataclass(frozen=True)
@@ -664,154 +647,9 @@ def has_ivr(session: Session, run_ids: Iterable[str]) -> bool:
     return session.execute(stmt).first() is not None
 
 
-def ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
-    """The IVR problems' records as metric rows: named columns only, never response texts.
-
-    Constraints keep their file order (the order their results were written),
-    which :func:`cvb_engine.metrics.ivr` turns into the positions C2, C3, ….
-    """
-    ids = list(run_ids)
-    if not ids:
-        return []
-    base = (
-        sa_select(
-            col(Record.id),
-            col(Record.model),
-            col(Record.scenario_id),
-            col(Record.category),
-            col(Record.arm),
-            col(Record.status),
-            col(Record.strict),
-            col(Record.stated_passed),
-            col(Record.outcome),
-            col(Record.truncated),
-        )
-        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
-        .order_by(col(Record.id))
-    )
-    records = session.execute(base).all()
-    constraints: dict[int, dict[str, bool]] = {int(r[0]): {} for r in records}
-    cstmt = (
-        sa_select(
-            col(ConstraintResult.record_id),
-            col(ConstraintResult.constraint_id),
-            col(ConstraintResult.honored),
-        )
-        .join(Record, col(Record.id) == col(ConstraintResult.record_id))
-        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
-        .order_by(col(ConstraintResult.id))
-    )
-    for rid, cid, ok in session.execute(cstmt):
-        constraints[int(rid)][cid] = bool(ok)
-    return [
-        RecordRow(m, s, c, a, st, strict, constraints[int(rid)], sp, outcome, bool(truncated))
-        for rid, m, s, c, a, st, strict, sp, outcome, truncated in records
-    ]
-
-
 def ivr_results(session: Session, run_ids: Iterable[str]) -> dict[tuple[str, str], IVRSummary]:
     """IVR per (model, arm) for the runs (empty when they hold no IVR problem)."""
     ids = list(run_ids)
     if not has_ivr(session, ids):
         return {}
-    return ivr(ivr_rows(session, ids))
-
-
-# --------------------------------------------------------------------------- published figures
-
-
-@dataclass(frozen=True)
-class PublishedCVB:
-    """Strict accuracy per model and arm as published, with where and how it was measured."""
-
-    label: str
-    source: str
-    dates: str
-    protocol: dict[str, Any]
-    strict: dict[str, dict[str, float]]
-    gap: dict[str, float]
-
-    @property
-    def models(self) -> list[str]:
-        return list(self.strict)
-
-
-@dataclass(frozen=True)
-class PublishedIVR:
-    """One model's headline IVR figures as published."""
-
-    model: str
-    stated_pass_rate: float
-    ivr: float
-    qualifying_problems: int | None = None
-    share_at_0_or_1: float | None = None
-
-
-@dataclass(frozen=True)
-class Reference:
-    """The published figures shipped under ``data/reference/``."""
-
-    cvb: PublishedCVB
-    ivr: list[PublishedIVR]
-    ivr_label: str
-    ivr_source: str
-    ivr_protocol: dict[str, Any]
-    note: str
-
-
-class ReferenceFileError(ValueError):
-    """A reference file that does not have the expected shape."""
-
-
-def parse_reference(data: Mapping[str, Any]) -> Reference:
-    """Validate and read a ``cvb-reference/1`` object."""
-    if data.get("format") != REFERENCE_FORMAT:
-        raise ReferenceFileError(
-            f"format: expected {REFERENCE_FORMAT!r}, found {data.get('format')!r}"
-        )
-    try:
-        cvb = data["cvb"]
-        strict = {
-            str(m): {str(a): float(v) for a, v in arms.items()}
-            for m, arms in cvb["strict_accuracy"].items()
-        }
-        dates = cvb["dates"]
-        published = PublishedCVB(
-            label=str(cvb["label"]),
-            source=str(cvb["source"]),
-            dates=f"{dates['start']} – {dates['end']}",
-            protocol=dict(cvb["protocol"]),
-            strict=strict,
-            gap={str(m): float(v) for m, v in cvb["gap"].items()},
-        )
-        paper = data["ivr"]
-        ivr_rows_ = [
-            PublishedIVR(
-                model=str(m),
-                stated_pass_rate=float(v["stated_pass_rate"]),
-                ivr=float(v["ivr"]),
-                qualifying_problems=v.get("qualifying_problems"),
-                share_at_0_or_1=v.get("share_at_0_or_1"),
-            )
-            for m, v in paper["models"].items()
-        ]
-        return Reference(
-            cvb=published,
-            ivr=ivr_rows_,
-            ivr_label=str(paper["label"]),
-            ivr_source=str(paper["source"]),
-            ivr_protocol=dict(paper["protocol"]),
-            note=str(data.get("note", "")),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ReferenceFileError(
-            f"reference file does not have the cvb-reference/1 shape: {exc!r}"
-        ) from None
-
-
-def load_reference(path: str | Path | None = None) -> Reference | None:
-    """The published figures, or None when the file is not there (a non-editable install)."""
-    p = Path(path) if path is not None else REFERENCE_FILE
-    if not p.is_file():
-        return None
-    return parse_reference(json.loads(p.read_text(encoding="utf-8")))
+    return ivr(db_ivr_rows(session, ids))

@@ -28,7 +28,7 @@ optional fields: a file without them reads as before (every error an API failure
 ``worker`` names the runner that stored the record (``cvb run --worker``; null before
 runners had names).
 ``ivr`` and ``memory_tool`` (how each model used the memory tool, per memory-tool
-variant: :func:`cvb_engine.report.tool_use_dict`) are summaries written when the
+variant: :func:`cvb_engine.report.export.tool_use_dict`) are summaries written when the
 run has IVR problems or memory-tool arms; a reader recomputes them from the records.
 ``cvb-results/1`` (the same without the four new fields) is still read.
 
@@ -65,7 +65,7 @@ from cvb_engine.metrics import (
     summarize,
     tool_use,
 )
-from cvb_engine.report import ivr_dict, tool_use_dict
+from cvb_engine.report.export import agent_dict, ivr_dict, tool_use_dict
 from cvb_engine.results_format import (
     READING,
     RESULTS_FORMAT,
@@ -285,9 +285,8 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
 
 def _agent_summary(session: Session, run_id: str) -> list[dict[str, Any]]:
     """The results file's ``agent_summary``: read versus obeyed per model × agent variant
-    (:func:`cvb_engine.report.agent.agent_dict`), empty for a run without agent variants."""
+    (:func:`cvb_engine.report.export.agent_dict`), empty for a run without agent variants."""
     from cvb_engine.agent.metrics import agent_stats, episode
-    from cvb_engine.report.agent import agent_dict
 
     items = [episode(r) for r in db_agent_rows(session, [run_id])]
     if not items:
@@ -402,35 +401,47 @@ def _trace_text(value: object) -> str | None:
 
 
 def db_ivr_rows(session: Session, run_ids: Iterable[str]) -> list[RecordRow]:
-    """Records with a stated-test verdict (the IVR problems), constraints in file order."""
+    """The IVR problems' records as metric rows: named columns only, never response texts.
+
+    Constraints keep their file order (the order their results were written),
+    which :func:`cvb_engine.metrics.ivr` turns into the positions C2, C3, ….
+    """
     ids = list(run_ids)
-    records = session.exec(
-        select(Record).where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
-    ).all()
-    by_id = {r.id: r for r in records}
-    constraints: dict[int, dict[str, bool]] = {rid: {} for rid in by_id if rid is not None}
-    keys = list(constraints)
-    for start in range(0, len(keys), 500):
-        for c in session.exec(
-            select(ConstraintResult)
-            .where(col(ConstraintResult.record_id).in_(keys[start : start + 500]))
-            .order_by(col(ConstraintResult.id))
-        ):
-            constraints[c.record_id][c.constraint_id] = c.honored
-    return [
-        RecordRow(
-            r.model,
-            r.scenario_id,
-            r.category,
-            r.arm,
-            r.status,
-            r.strict,
-            constraints.get(r.id or -1, {}),
-            r.stated_passed,
-            r.outcome,
-            bool(r.truncated),
+    if not ids:
+        return []
+    base = (
+        sa_select(
+            col(Record.id),
+            col(Record.model),
+            col(Record.scenario_id),
+            col(Record.category),
+            col(Record.arm),
+            col(Record.status),
+            col(Record.strict),
+            col(Record.stated_passed),
+            col(Record.outcome),
+            col(Record.truncated),
         )
-        for r in records
+        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+        .order_by(col(Record.id))
+    )
+    records = session.execute(base).all()
+    constraints: dict[int, dict[str, bool]] = {int(r[0]): {} for r in records}
+    cstmt = (
+        sa_select(
+            col(ConstraintResult.record_id),
+            col(ConstraintResult.constraint_id),
+            col(ConstraintResult.honored),
+        )
+        .join(Record, col(Record.id) == col(ConstraintResult.record_id))
+        .where(col(Record.run_id).in_(ids), col(Record.stated_passed).is_not(None))
+        .order_by(col(ConstraintResult.id))
+    )
+    for rid, cid, ok in session.execute(cstmt):
+        constraints[int(rid)][cid] = bool(ok)
+    return [
+        RecordRow(m, s, c, a, st, strict, constraints[int(rid)], sp, outcome, bool(truncated))
+        for rid, m, s, c, a, st, strict, sp, outcome, truncated in records
     ]
 
 

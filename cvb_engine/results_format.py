@@ -302,7 +302,7 @@ class AgentGapEntry(_Model):
 
 class AgentEntry(_Model):
     """Read versus obeyed for one model under one agent variant
-    (:func:`cvb_engine.report.agent.agent_dict`); a reader recomputes it."""
+    (:func:`cvb_engine.report.export.agent_dict`); a reader recomputes it."""
 
     model: str
     arm: str

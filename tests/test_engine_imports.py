@@ -33,3 +33,51 @@ def test_every_engine_module_imports_without_ui_packages() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok")
+
+
+def _engine_imports() -> dict[str, set[str]]:
+    """Module -> the cvb_engine modules it imports at module level (not inside functions,
+    not under TYPE_CHECKING): the graph whose cycles make the read side hard to change."""
+    import ast
+    from pathlib import Path
+
+    root = Path(cvb_engine.__file__).resolve().parent
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        graph[name] = {m for m in found if m.startswith("cvb_engine") and m != name}
+    return graph
+
+
+def test_no_import_cycle_on_the_read_side() -> None:
+    """store → tallies → metrics → table models → renderers, one way: no module of the
+    read side imports one that (through others) imports it back."""
+    graph = _engine_imports()
+    read_side = {
+        m
+        for m in graph
+        if m.startswith("cvb_engine.report")
+        or m in {"cvb_engine.queries", "cvb_engine.results", "cvb_engine.metrics"}
+        or m in {"cvb_engine.reference", "cvb_engine.results_format"}
+    }
+    assert "cvb_engine.report.tables" in read_side
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    cycles = sorted(m for m in read_side if m in reaches(m))
+    assert cycles == []

@@ -82,7 +82,8 @@ def test_seed_arms_only_have_no_memory_section() -> None:
 
 
 def test_curve_table_puts_the_load_0_point_on_every_position(summary) -> None:  # type: ignore[no-untyped-def]
-    header, table = memory_curve_table(summary)
+    built = memory_curve_table(summary)
+    header, table = built.header, built.texts()
     assert header == ["model", "channel", "position", "load 0", "load 10", "load 50"]
     by = {(r[1], r[2]): r[3:] for r in table}
     assert by[("inline", "spread")][0].startswith("0.667 [")  # the seed arm at load 0
@@ -95,11 +96,13 @@ def test_curve_table_puts_the_load_0_point_on_every_position(summary) -> None:  
 
 
 def test_channel_and_position_tables(summary) -> None:  # type: ignore[no-untyped-def]
-    header, table = memory_channel_table(summary)
+    built = memory_channel_table(summary)
+    header, table = built.header, built.texts()
     assert header == ["model", "load", "position", "gap: inline", "gap: system"]
     row = next(r for r in table if r[1] == "10" and r[2] == "spread")
     assert row[3].startswith("+0.500") and row[4].startswith("−0.167")
-    header, table = memory_position_table(summary)
+    built = memory_position_table(summary)
+    header, table = built.header, built.texts()
     assert header[3:] == ["start", "spread"]
     assert table == [["m", "10", "inline", table[0][3], table[0][4]]]
     assert table[0][3].startswith("0.500") and table[0][4].startswith("0.333")
@@ -112,7 +115,7 @@ def test_markdown_report_has_the_memory_section(summary) -> None:  # type: ignor
 
 
 def test_html_report_draws_the_curve_with_bands_and_escapes_names() -> None:
-    from cvb_engine.report_html import html_report
+    from cvb_engine.report.html import html_report
 
     hostile = "<img src=x onerror=alert(1)>"
     summary = summarize_rows(

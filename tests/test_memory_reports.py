@@ -23,8 +23,9 @@ import memory_store as ms
 from cvb_engine import cli
 from cvb_engine.memory_trace import read_trace, trace_value
 from cvb_engine.metrics import RecordRow, Summary, summarize_rows
-from cvb_engine.report import markdown, tool_use_table
-from cvb_engine.report_html import html_report
+from cvb_engine.report.html import html_report
+from cvb_engine.report.markdown_report import markdown
+from cvb_engine.report.tables import tool_use_table
 from cvb_engine.results import ResultsFileError, db_summary, load_results_file
 from cvb_engine.store import get_engine
 
@@ -170,7 +171,8 @@ def test_how_each_model_used_the_memory_tool(summary: Summary) -> None:
     assert b.calls_per_record == 0.75 and b.held_share == 0.5 and a.looked_share == 2 / 3
     # m-b looked up on S1 (0/1) and S2 (1/1): the CI spans both
     assert (b.strict_looked_ci.low, b.strict_looked_ci.high) == (0.0, 1.0)
-    header, rows = tool_use_table(summary)
+    table = tool_use_table(summary)
+    header, rows = table.header, table.texts()
     assert header[3:6] == ["looked up", "calls per record", "lookups holding a constraint"]
     assert rows[1][2:] == [
         "4",

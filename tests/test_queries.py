@@ -7,16 +7,18 @@ by hand from the table below.
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from sqlmodel import Session
 
 from cvb_engine import queries as q
 from cvb_engine.metrics import ivr, summarize_rows
 from cvb_engine.prompts import PROMPT_VERSION
-from cvb_engine.report import ReportNotes
+from cvb_engine.report.notes import ReportNotes
+from cvb_engine.report.tables import outcome_table
 from cvb_engine.results import db_ivr_rows, export_results, rows_from_results, save_scores
 from cvb_engine.scenario import load_text
 from cvb_engine.scoring import score_response
@@ -209,7 +211,8 @@ def test_split_span(
 
 
 def test_ivr_rows_match_the_engine_and_read_no_text(db_url: str, valid_text: str) -> None:
-    """IVR rows from named columns equal ``db_ivr_rows`` (which loads whole records)."""
+    """The one IVR path (``results.db_ivr_rows``) gives the rows the results file gives,
+    and its SQL never selects a response text."""
     scenario = load_text(valid_text).scenario
     with Session(get_engine(db_url)) as session:
         _add_run(session, "ivr")
@@ -227,45 +230,29 @@ def test_ivr_rows_match_the_engine_and_read_no_text(db_url: str, valid_text: str
             session.add(record)
         session.commit()
         assert q.data_version(session, ["ivr"]).has_ivr
-        rows = q.ivr_rows(session, ["ivr"])
-        assert sorted(rows, key=repr) == sorted(db_ivr_rows(session, ["ivr"]), key=repr)
-        results = q.ivr_results(session, ["ivr"])
+        statements: list[str] = []
+
+        def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+            statements.append(statement)
+
+        engine = session.get_bind()
+        event.listen(engine, "before_cursor_execute", seen)
+        try:
+            rows = db_ivr_rows(session, ["ivr"])
+            results = q.ivr_results(session, ["ivr"])
+        finally:
+            event.remove(engine, "before_cursor_execute", seen)
+        assert statements and not any(
+            re.search(r"\b(record\.)?(response|code|reasoning)\b", s) for s in statements
+        )
+        from_file = [
+            r
+            for r in rows_from_results(export_results(session, "ivr"))
+            if r.stated_passed is not None
+        ]
+        assert sorted(rows, key=repr) == sorted(from_file, key=repr)
     assert results == ivr(rows)
     assert results[("m", "cold")].ivr.value == pytest.approx(0.5)
-
-
-def test_published_reference_file() -> None:
-    ref = q.load_reference()
-    assert ref is not None, f"{q.REFERENCE_FILE} is shipped with the repository"
-    cvb = ref.cvb
-    assert cvb.dates == "2026-07-30 – 2026-08-02"
-    assert cvb.protocol["temperature"] == 0 and cvb.protocol["runs_per_arm"] == 3
-    assert cvb.protocol["scenarios"] == 35 and cvb.protocol["prompt_version"] == "2.0"
-    assert cvb.strict == {
-        "llama-3.1-8b-instant": {"cold": 0.229, "mandated": 0.914, "incentivized": 0.857},
-        "llama-3.3-70b-versatile": {"cold": 0.229, "mandated": 0.952, "incentivized": 0.981},
-        "openai/gpt-oss-120b": {"cold": 0.638, "mandated": 0.962, "incentivized": 0.952},
-        "qwen/qwen3.6-27b": {"cold": 0.476, "mandated": 1.0, "incentivized": 1.0},
-    }
-    for model, arms in cvb.strict.items():  # the published gap is the difference, rounded
-        assert cvb.gap[model] == pytest.approx(arms["mandated"] - arms["incentivized"], abs=1e-3)
-    assert {(p.model, p.stated_pass_rate, p.ivr) for p in ref.ivr} == {
-        ("Claude Sonnet 4.6", 0.943, 0.545),
-        ("GPT-4.1", 0.927, 0.635),
-    }
-    assert ref.ivr_protocol["temperature"] == 1.0 and ref.ivr_protocol["problems"] == 49
-    assert "published" in cvb.label.lower() and "published" in ref.ivr_label.lower()
-
-
-def test_reference_errors_are_named(tmp_path: Path) -> None:
-    assert q.load_reference(tmp_path / "missing.json") is None
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"format": "cvb-reference/1", "cvb": {}}), encoding="utf-8")
-    with pytest.raises(q.ReferenceFileError, match="cvb-reference/1 shape"):
-        q.load_reference(bad)
-    bad.write_text(json.dumps({"format": "other"}), encoding="utf-8")
-    with pytest.raises(q.ReferenceFileError, match="format"):
-        q.load_reference(bad)
 
 
 REFUSAL = "I'm sorry, but I can't help with that."
@@ -304,13 +291,15 @@ def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_p
         session.commit()
         agg = q.aggregates(session, ["o"])
         assert agg.scoring_versions == {2: 4} and agg.older_rules_text is None
-        table = {r["arm"]: r for r in agg.outcome_table()}
+        outcomes = outcome_table(agg.summary)
+        table = {row[1].text: dict(zip(outcomes.header, row, strict=True)) for row in outcomes.rows}
         assert list(table) == ["cold", "mandated", "incentivized"]
-        assert table["cold"]["no code"] == "1.000" and table["cold"]["strict among answered"] == "–"
-        assert table["mandated"]["truncated"] == "1.000"
-        assert table["incentivized"]["unparseable"] == "0.500"
-        assert table["incentivized"]["strict among answered"] == "0.000 (0/1)"
-        assert table["incentivized"]["per-constraint among answered"] == "0.500"
+        assert table["cold"]["no code"].text == "1.000"
+        assert table["cold"]["strict among answered"].text == "–"
+        assert table["mandated"]["truncated"].text == "1.000"
+        assert table["incentivized"]["unparseable"].text == "0.500"
+        assert table["incentivized"]["strict among answered"].text == "0.000 (0/1)"
+        assert table["incentivized"]["per-constraint among answered"].text == "0.500"
 
         cell = q.cell_records(session, "o", "m", "http-client-choice", 0)
         assert cell["cold"].outcome == "no-code" and cell["cold"].reasoning is None

@@ -8,9 +8,10 @@ from html.parser import HTMLParser
 import pytest
 
 from cvb_engine.metrics import RecordRow, ivr, summarize_rows
-from cvb_engine.queries import load_reference
-from cvb_engine.report import fmt_gap
-from cvb_engine.report_html import ARM_COLORS, html_report
+from cvb_engine.reference import load_reference
+from cvb_engine.report.fmt import fmt_gap
+from cvb_engine.report.html import html_report
+from cvb_engine.report.svg import ARM_COLORS
 
 VOID = {"meta", "br", "img", "input", "link", "hr", "rect", "line", "path", "circle", "stop"}
 

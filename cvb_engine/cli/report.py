@@ -30,7 +30,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 def _limitations(path: str, scenario_ids: list[str]) -> tuple[tuple[str, str, str], ...]:
     """The stated limitations of the run's constraints; none when the library does not load
     (a report never fails for want of its notes)."""
-    from cvb_engine.report import limitations_of
+    from cvb_engine.report.notes import limitations_of
     from cvb_engine.scenario import ScenarioError, load_library
 
     if not Path(path).is_dir():
@@ -45,7 +45,9 @@ def _limitations(path: str, scenario_ids: list[str]) -> tuple[tuple[str, str, st
 def cmd_report(args: argparse.Namespace) -> int:
     """Report a stored run or a results file: Markdown, JSON, CSV, HTML."""
     from cvb_engine.metrics import ivr, summarize_rows
-    from cvb_engine.report import ReportNotes, ivr_markdown, markdown, records_csv, sandbox_label
+    from cvb_engine.report.export import records_csv
+    from cvb_engine.report.markdown_report import ivr_markdown, markdown
+    from cvb_engine.report.notes import ReportNotes, sandbox_label
     from cvb_engine.results import (
         db_ivr_rows,
         db_summary,
@@ -105,7 +107,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.csv:
         write_text_atomic(args.csv, records_csv(data["records"]))
     if args.html:
-        from cvb_engine.report_html import html_report
+        from cvb_engine.report.html import html_report
 
         write_text_atomic(
             args.html,

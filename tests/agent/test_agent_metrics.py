@@ -10,9 +10,9 @@ import pytest
 from cvb_engine.agent.metrics import AgentStat, Episode, agent_stats, episode, episodes
 from cvb_engine.agent.trace import AgentTrace, ToolCall, WrittenFile
 from cvb_engine.metrics import RecordRow, ordered_arms, summarize_rows, tally
-from cvb_engine.report import markdown
-from cvb_engine.report.agent import READ_HEADER, agent_dict, agent_tables
-from cvb_engine.report_html import html_report
+from cvb_engine.report import html_report, markdown
+from cvb_engine.report.export import agent_dict
+from cvb_engine.report.tables import READ_HEADER, agent_tables
 from cvb_engine.results_format import AgentEntry
 
 C1, C2 = "c1", "c2"
@@ -235,14 +235,14 @@ def test_every_report_has_the_section_and_the_results_summary_validates() -> Non
         "Read versus obeyed (agent arm)",
         "Agent episodes: steps, tokens, how they ended",
     ]
-    read = dict(zip(READ_HEADER, tables[0].rows[0], strict=True))
+    read = dict(zip(READ_HEADER, tables[0].texts()[0], strict=True))
     assert read["read the rules"] == "0.750 (3/4)"
     assert read["strict: read"].endswith("(1/3)") and read["strict: read"].startswith("0.333 [")
     assert read["strict: not read"].startswith("0.000") and read["strict: not read"].endswith(
         "(0/1)"
     )
     assert read["trace unavailable"] == "1"
-    episodes_row = dict(zip(tables[1].header, tables[1].rows[0], strict=True))
+    episodes_row = dict(zip(tables[1].header, tables[1].texts()[0], strict=True))
     assert episodes_row["steps per episode"] == "4.5"
     assert episodes_row["ended: steps limit"] == "1"
     assert episodes_row["refused calls (episodes)"] == "1 (1)"

@@ -13,8 +13,7 @@ from sqlmodel import Session
 
 from cvb_engine.metrics import Summary, summarize_rows
 from cvb_engine.queries import aggregates, cell_records
-from cvb_engine.report import markdown
-from cvb_engine.report_html import html_report
+from cvb_engine.report import html_report, markdown
 from cvb_engine.results import db_summary, export_results, rows_from_results
 from cvb_engine.results_format import ResultsFile
 from cvb_engine.store import get_engine

@@ -71,7 +71,10 @@ def everything(at: AppTest) -> list[str]:
 
 def test_the_overview_lists_the_agent_variants_beside_the_seed_arm(store: None) -> None:
     at = results("Overview")
-    acc = next(d.value for d in at.dataframe if "gap [95% CI]" in d.value.columns)
+    # the strict-accuracy table: one column per arm, the agent variants after the seed arm
+    acc = next(d.value for d in at.dataframe if "mandated n" in d.value.columns)
+    arms = [c for c in acc.columns if c in ("mandated", ags.AGENT, ags.PRELOAD)]
+    assert arms == ["mandated", ags.AGENT, ags.PRELOAD]
     row = acc.iloc[0]
     assert abs(row[ags.AGENT] - 0.5) < 1e-9 and abs(row[ags.PRELOAD]) < 1e-9
     assert row["mandated"] == 1.0

@@ -90,10 +90,12 @@ def test_overview_counts_memory_failures_apart_and_names_layers(store: None) -> 
     assert metrics["API errors · memory failures"] == "1 · 1"
     page = "\n".join(shown(b) for b in bodies(at))
     assert "1 error record(s) (API failures" in page and "1 memory failure(s)" in page
-    acc = next(d.value for d in at.dataframe if "gap [95% CI]" in d.value.columns)
+    acc = next(
+        d.value for d in at.dataframe if "gap (mandated − incentivized) [95% CI]" in d.value.columns
+    )
     row = acc[acc["model"] == "m-b"].iloc[0]
-    assert row["memory@load=20 n"] == "0/3 scored · 0 err · 1 memory failures"
-    assert row["cold n"] == "0/4 scored · 0 err"
+    assert row["memory@load=20 n"] == "0/3 · 1 memory failure"
+    assert row["cold n"] == "0/4"
     assert abs(row["memory-tool"] - 0.25) < 1e-9
     bars = next(
         f for f in figures(at) if "Strict accuracy per model" in f["layout"]["title"]["text"]

@@ -6,19 +6,14 @@ import streamlit as st
 
 from cvb_engine import AGENT_NOTE, agent_tables
 from studio.views.results.context import ResultsContext
+from studio.views.results.style import draw_table
 
 
 def render(ctx: ResultsContext) -> None:
     st.caption(AGENT_NOTE)
     for table in agent_tables(ctx.summary):
-        st.markdown(f"##### {table.title}")
-        # names in the cells (models, variants, a user's command) come from outside: a
-        # dataframe shows them as text
-        st.dataframe(
-            [dict(zip(table.header, row, strict=True)) for row in table.rows],
-            hide_index=True,
-            width="stretch",
-        )
+        st.markdown(f"##### {table.title}")  # cvb's own title, no stored text
+        draw_table(table)  # names (models, variants, a user's command) drawn as text
         if table.note:
             st.caption(table.note)
     st.caption(

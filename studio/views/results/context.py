@@ -85,7 +85,7 @@ def select_runs() -> ResultsContext:
         )
     c3.metric("Models", len(summary.models))
     c4.metric("Scenarios", len(agg.scenarios))
-    c5.metric("Prompt version", ", ".join(sorted({i.prompt_version for i in infos})))
+    c5.metric("Prompt version", plain(", ".join(sorted({i.prompt_version for i in infos}))))
     live = [i.id for i in infos if i.status in ("running", "created")]
     st.caption(
         f"{len(run_ids)} run(s){' pooled' if len(run_ids) > 1 else ''} · {agg.n_scored:,} scored "

@@ -6,12 +6,12 @@ import html
 
 import streamlit as st
 
-from cvb_engine import ivr_markdown
+from cvb_engine import ivr_constraint_table, ivr_excluded, ivr_table, published_ivr_table
 from studio import cache
 from studio.components import charts
-from studio.components.text import unlinked
+from studio.components.text import INLINE_LIMIT, block
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import chart
+from studio.views.results.style import chart, draw_table
 
 
 def render(ctx: ResultsContext) -> None:
@@ -24,17 +24,27 @@ def render(ctx: ResultsContext) -> None:
         ),
         "results_fig_ivr",
     )
-    # The report's Markdown escapes every value; only bare URLs are left to break.
-    st.markdown(unlinked(ivr_markdown(results).replace("## Intent Violation Rate (IVR)", "")))
-    if ref is not None:
+    draw_table(ivr_table(results))
+    failures = ivr_constraint_table(results)
+    st.markdown(f"##### {failures.title}")  # cvb's own title, no stored text
+    draw_table(failures)
+    excluded = ivr_excluded(results)
+    if excluded:
+        st.caption("Excluded problems (no stated-passing solution):")
+        st.text(
+            "\n".join(
+                block(f"{model} / {arm}: {', '.join(problems)}", limit=INLINE_LIMIT)
+                for model, arm, problems in excluded
+            )
+        )
+    st.caption(ivr_table(results).note)
+    if ref is not None and ref.ivr:
         st.html(
             '<div style="font-family:system-ui,sans-serif;font-size:14px;color:#57606a">'
-            f'<span class="cvb-pub">PUBLISHED</span>{html.escape(ref.ivr_label)}: '
-            + "; ".join(
-                f"{html.escape(p.model)} stated-test pass {p.stated_pass_rate:.1%}, IVR {p.ivr:.1%}"
-                for p in ref.ivr
-            )
-            + f". {html.escape(ref.ivr_source)}; temperature "
-            f"{ref.ivr_protocol.get('temperature')}, "
-            f"{ref.ivr_protocol.get('samples_per_problem')} samples per problem.</div>"
+            f'<span class="cvb-pub">PUBLISHED</span>{html.escape(ref.ivr_label)}. '
+            f"{html.escape(ref.ivr_source)}; temperature "
+            f"{html.escape(str(ref.ivr_protocol.get('temperature')))}, "
+            f"{html.escape(str(ref.ivr_protocol.get('samples_per_problem')))} samples per "
+            "problem.</div>"
         )
+        draw_table(published_ivr_table(ref))

@@ -7,7 +7,7 @@ import streamlit as st
 from cvb_engine import MEMORY_NOTE, memory_tables
 from studio.components import charts
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import chart
+from studio.views.results.style import chart, draw_table
 
 
 def render(ctx: ResultsContext) -> None:
@@ -16,13 +16,7 @@ def render(ctx: ResultsContext) -> None:
     if summary.memory:
         chart(charts.memory_curve(summary), "results_fig_memory")
     for table in memory_tables(summary):
-        st.markdown(f"##### {table.title}")
-        # names in the cells (models, arms, layers) come from outside: a dataframe
-        # shows them as text
-        st.dataframe(
-            [dict(zip(table.header, row, strict=True)) for row in table.rows],
-            hide_index=True,
-            width="stretch",
-        )
+        st.markdown(f"##### {table.title}")  # cvb's own title, no stored text
+        draw_table(table)
         if table.note:
             st.caption(table.note)
