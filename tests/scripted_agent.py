@@ -36,7 +36,7 @@ In-process::
 
 As a process::
 
-    python tests/scripted_agent.py --port 0 [--delay 0.05] [--solutions FILE]
+    python tests/scripted_agent.py --port 0 [--delay 0.05] [--solutions FILE] [--log FILE]
 
 prints ``READY http://127.0.0.1:PORT/v1`` and serves until SIGTERM.
 """
@@ -291,6 +291,9 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         with owner.lock:
             owner.requests.append(request)
+            if owner.log is not None:
+                with owner.log.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(request) + "\n")
         if owner.delay:
             time.sleep(owner.delay)
         agent = str(request.get("model", ""))
@@ -349,7 +352,9 @@ class ScriptedAgent:
         delay: float = 0.0,
         solutions: Mapping[str, list[dict[str, Any]]] | None = None,
         query: str = "httpx|timeout",
+        log: Path | None = None,
     ) -> None:
+        self.log = log
         self.table = {**SOLUTIONS, **(solutions or {})}
         self.delay = delay
         self.query = query
@@ -380,9 +385,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--solutions", type=Path)
     parser.add_argument("--query", default="httpx|timeout")
+    parser.add_argument("--log", type=Path, help="append every request body, one JSON a line")
     args = parser.parse_args(argv)
     table = json.loads(args.solutions.read_text()) if args.solutions else None
-    server = ScriptedAgent(port=args.port, delay=args.delay, solutions=table, query=args.query)
+    server = ScriptedAgent(
+        port=args.port, delay=args.delay, solutions=table, query=args.query, log=args.log
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -202,3 +202,33 @@ def test_the_results_file_carries_the_trace(tmp_path: Path, scenarios: Path) -> 
     assert loaded["records"][0]["agent"] == entry["agent"]
     rows = rows_from_results(loaded)
     assert read_any(AgentTrace.from_json(rows[0].agent))
+
+
+def test_an_ivr_problem_runs_its_tests_and_is_judged_by_its_hidden_tests(
+    tmp_path: Path,
+) -> None:
+    """The tester writes, runs the workspace's tests in the sandbox and reads the summary;
+    the file is then judged by the stated tests and the hidden ones (the constraints)."""
+    import shutil
+
+    shipped = Path(__file__).resolve().parents[2] / "scenarios" / "ivr" / "he-003-below-zero.yaml"
+    root = tmp_path / "scenarios" / "ivr"
+    root.mkdir(parents=True)
+    shutil.copy(shipped, root)
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    arms = ["agent", "agent@preload=true"]
+    with ScriptedAgent() as agent:
+        execute(options(agent.base_url, tmp_path / "scenarios", db, models=["tester"], arms=arms))
+    recs = agent_records(db)
+    plain, preloaded = recs[("tester", "agent")], recs[("tester", "agent@preload=true")]
+    for rec in (plain, preloaded):
+        trace = rec["trace"]
+        tests_call = next(c for c in trace.calls if c.name == "run_tests")
+        assert tests_call.result.startswith("1 passed, 0 failed"), tests_call.result
+        assert trace.final_text and "1 passed" in trace.final_text
+    stated = dict(query(db, "SELECT arm, stated_passed FROM record"))
+    assert stated == {"agent": 1, "agent@preload=true": 1}
+    # without the rules it sums (fails the hidden "any point in time" test); with them loaded
+    # into its messages it checks every running balance
+    assert plain["honored"]["any-point-in-time"] == 0
+    assert preloaded["honored"]["any-point-in-time"] == 1
