@@ -315,6 +315,8 @@ class AgentEntry(_Model):
     read: int
     read_share: float | None
     read_every_constraint: int
+    rules_in_system_message: int
+    reads_not_observed: int
     strict_when_read: AgentRateEntry
     strict_when_not_read: AgentRateEntry
     per_constraint_when_read: AgentRateEntry

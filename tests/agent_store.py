@@ -15,15 +15,17 @@ agent@preload=true, 0   hostile episode: a refused read outside the workspace,
                         a search whose query and hits carry Markdown and HTML (one
                         hit on the timeout-set line), a README.md read whose text
                         carries a remote image, writes NO_TIMEOUT (violates
-                        timeout-set); preload: both constraints count as seen;
+                        timeout-set); read: timeout-set (the search hit); both
+                        constraints in the system message (preloaded);
                         12 steps, no tokens reported, ended by the steps limit
-agent@preload=true, 1   never writes the file: no-code; 1 step, 80 tokens, answer
+agent@preload=true, 1   never writes the file: no-code; reads nothing, both
+                        preloaded; 1 step, 80 tokens, answer
 mandated, 0 and 1       GOOD replies (strict)
 ======================  ==========================================================
 
 So: agent strict 1/2, read 1/2, strict when read 1/1, when not read 0/1;
-agent@preload=true strict 0/2, read 2/2, strict when read 0/2; gap to mandated
-1 − 1/2 = 0.5 and 1 − 0 = 1.
+agent@preload=true strict 0/2, read 1/2, rules in the system message 2/2, strict
+when read 0/1, when not read 0/1; gap to mandated 1 − 1/2 = 0.5 and 1 − 0 = 1.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def _trace(
     tokens: tuple[int, int] | None,
     ended: str = "answer",
     final: str = "Done.",
+    preloaded: tuple[str, ...] = (),
 ) -> str:
     return AgentTrace(
         transport="tools",
@@ -115,6 +118,7 @@ def _trace(
         rules_files=RULES,
         constraints=PLACES,
         preload=variant == PRELOAD,
+        preloaded=preloaded,
         task=f"Write a Python function fetch_json(url) ...\n\nImplement it in `{TARGET}`.",
         calls=tuple(calls),
         files=(WrittenFile(path=TARGET, content=code, size=len(code)),) if code else (),
@@ -174,14 +178,22 @@ TRACES: dict[tuple[str, int], str] = {
             _write(6, NO_TIMEOUT_CODE),
         ],
         NO_TIMEOUT_CODE,
-        {C1: True, C2: True},
+        {C1: False, C2: True},
         steps=12,
         tokens=None,
         ended="steps",
         final=HOSTILE,
+        preloaded=(C1, C2),
     ),
     (PRELOAD, 1): _trace(
-        PRELOAD, [], None, {C1: True, C2: True}, steps=1, tokens=(70, 10), final="I can't."
+        PRELOAD,
+        [],
+        None,
+        {C1: False, C2: False},
+        steps=1,
+        tokens=(70, 10),
+        final="I can't.",
+        preloaded=(C1, C2),
     ),
 }
 

@@ -12,15 +12,20 @@ and never held whole. Then, per (model, variant), :func:`agent_stats` gives an
 * the gap to the mandated arm (strict(mandated) − strict(variant)), paired
   bootstrap over scenarios as the headline gap;
 * *read*: the share of scored episodes in which the agent saw at least one
-  constraint of its task (``AgentTrace.read``: it opened the file holding it,
-  a search showed one of its lines, or ``preload`` put it in the system message);
+  constraint of its task (``AgentTrace.read``: it opened the file holding it, or
+  a search showed one of its lines); a constraint that ``preload=true`` put in
+  the system message (``AgentTrace.preloaded``) is counted apart, as *in the
+  system message*, so a preloaded variant's "read" still says what it opened;
 * strict accuracy when read and when not read, and per-constraint accuracy
   split by whether *that* constraint was read, each with its CI;
 * steps (tool rounds), tool calls and tokens per episode; how episodes ended
   (``answer``, ``steps``, ``error``, ``timeout``); refused tool calls.
 
-Scored episodes whose trace is missing or does not read are counted
-(``unavailable``) and left out of every trace-based figure, never guessed;
+An agent program (``agent@command=...``) whose file reads could not be
+observed (``CommandRun.reads_observed`` false) has no read flags worth the
+name: its episodes are counted (``reads_unobserved``) and left out of the read
+figures, never counted as "not read". Scored episodes whose trace is missing
+or does not read are counted (``unavailable``) and left out of every trace-based figure, never guessed;
 they still count in strict and per-constraint accuracy, which come from
 the verdicts. Error records (the endpoint failed for good) are counted apart
 and in no denominator, as everywhere in cvb.
@@ -84,6 +89,8 @@ class Episode:
     outcome: str | None = None
     traced: bool = False
     read: Mapping[str, bool] = field(default_factory=dict)
+    preloaded: tuple[str, ...] = ()
+    reads_observed: bool = True
     steps: int = 0
     tool_calls: int = 0
     refused: int = 0
@@ -102,6 +109,11 @@ class Episode:
         return any(self.read.get(cid, False) for cid in self.constraints) or (
             not self.constraints and any(self.read.values())
         )
+
+    @property
+    def in_system(self) -> bool:
+        """The system message held at least one constraint of the task (``preload=true``)."""
+        return any(cid in self.preloaded for cid in self.constraints)
 
 
 def episode(row: RecordRow) -> Episode:
@@ -129,6 +141,8 @@ def episode(row: RecordRow) -> Episode:
         outcome=base.outcome,
         traced=True,
         read=dict(trace.read),
+        preloaded=tuple(trace.preloaded),
+        reads_observed=trace.command is None or trace.command.reads_observed,
         steps=max(trace.steps, 0),
         tool_calls=trace.tool_calls,
         refused=trace.refused,
@@ -163,6 +177,8 @@ class AgentStat:
     gap: Interval  # strict(mandated) − strict(variant); None values without a mandated arm
     read: int  # traced scored episodes that saw at least one constraint
     read_all: int  # traced scored episodes that saw every constraint of their task
+    preloaded: int  # traced scored episodes whose system message held a constraint (preload)
+    reads_unobserved: int  # traced scored episodes of an agent program whose reads went unseen
     strict_read: Rate
     strict_read_ci: Interval
     strict_unread: Rate
@@ -187,12 +203,21 @@ class AgentStat:
         return self.n - self.unavailable
 
     @property
+    def observed(self) -> int:
+        """Traced scored episodes whose reads were observed (the read figures' denominator)."""
+        return self.traced - self.reads_unobserved
+
+    @property
     def read_share(self) -> float | None:
-        return self.read / self.traced if self.traced else None
+        return self.read / self.observed if self.observed else None
 
     @property
     def read_all_share(self) -> float | None:
-        return self.read_all / self.traced if self.traced else None
+        return self.read_all / self.observed if self.observed else None
+
+    @property
+    def preloaded_share(self) -> float | None:
+        return self.preloaded / self.traced if self.traced else None
 
     @property
     def steps_per_episode(self) -> float | None:
@@ -270,15 +295,20 @@ def agent_stats(
         if not e.traced:
             c["unavailable"] += 1
             continue
-        read_any = e.read_any
-        c["read"] += read_any
-        c["read_all"] += bool(e.constraints) and all(
-            e.read.get(cid, False) for cid in e.constraints
-        )
-        _add(sub["strict_read" if read_any else "strict_unread"], e.scenario_id, bool(e.strict))
-        for cid, honored in e.constraints.items():
-            name = "constraint_read" if e.read.get(cid, False) else "constraint_unread"
-            _add(sub[name], e.scenario_id, honored)
+        c["preloaded"] += e.in_system
+        if e.reads_observed:
+            read_any = e.read_any
+            c["read"] += read_any
+            c["read_all"] += bool(e.constraints) and all(
+                e.read.get(cid, False) for cid in e.constraints
+            )
+            name = "strict_read" if read_any else "strict_unread"
+            _add(sub[name], e.scenario_id, bool(e.strict))
+            for cid, honored in e.constraints.items():
+                name = "constraint_read" if e.read.get(cid, False) else "constraint_unread"
+                _add(sub[name], e.scenario_id, honored)
+        else:
+            c["reads_unobserved"] += 1
         c["steps"] += e.steps
         c["tool_calls"] += e.tool_calls
         c["refused"] += e.refused
@@ -314,6 +344,8 @@ def agent_stats(
                 gap=gap,
                 read=c["read"],
                 read_all=c["read_all"],
+                preloaded=c["preloaded"],
+                reads_unobserved=c["reads_unobserved"],
                 strict_read=figures["strict_read"][0],
                 strict_read_ci=figures["strict_read"][1],
                 strict_unread=figures["strict_unread"][0],

@@ -141,6 +141,8 @@ def agent_dict(stats: Iterable[AgentStat]) -> list[dict[str, Any]]:
             "read": s.read,
             "read_share": s.read_share,
             "read_every_constraint": s.read_all,
+            "rules_in_system_message": s.preloaded,
+            "reads_not_observed": s.reads_unobserved,
             "strict_when_read": _agent_rate(s.strict_read, s.strict_read_ci),
             "strict_when_not_read": _agent_rate(s.strict_unread, s.strict_unread_ci),
             "per_constraint_when_read": _agent_rate(s.constraint_read, s.constraint_read_ci),

@@ -528,13 +528,15 @@ AGENT_NOTE = (
     "section, a nested AGENTS.md) among `load` distractor notes; the model works with tools "
     "for at most `steps` rounds (or the user's own agent program runs, `command`), and the "
     "file it leaves is scored. *Read*: the agent saw a constraint's text (opened the file "
-    "holding it, a search showed one of its lines, or `preload` put the root rules file in its "
-    "system message); *obeyed*: the checks passed. Strict accuracy when read / not read splits "
+    "holding it, or a search showed one of its lines); *in the system message*: `preload` put "
+    "the root rules file's constraints there (counted apart from read); *obeyed*: the checks "
+    "passed. Strict accuracy when read / not read splits "
     "episodes by whether any constraint of the task was read; per-constraint accuracy when read "
     "/ not read splits (episode, constraint) pairs by whether that constraint was read. 95% CI: "
     "bootstrap over scenarios; gap to mandated: paired bootstrap over scenarios, as the "
     "headline gap. Episodes whose trace is missing or unreadable count in accuracy but in no "
-    "read, step or token figure (counted under *trace unavailable*)."
+    "read, step or token figure (counted under *trace unavailable*); an agent program whose "
+    "file reads could not be observed is in no read figure (*reads not observed*)."
 )
 
 EPISODES_NOTE = (
@@ -564,11 +566,13 @@ READ_HEADER = [
     "gap to mandated [95% CI]",
     "read the rules",
     "read every constraint",
+    "rules in the system message",
     "strict: read",
     "strict: not read",
     "per-constraint: read",
     "per-constraint: not read",
     "trace unavailable",
+    "reads not observed",
 ]
 
 
@@ -590,13 +594,15 @@ def read_rows(stats: Iterable[AgentStat]) -> list[list[str]]:
             fmt_rate_ci(s.strict, s.strict_ci),
             fmt_rate_ci(s.constraint, s.constraint_ci),
             fmt_gap(s.gap),
-            _agent_share(s.read, s.traced),
-            _agent_share(s.read_all, s.traced),
+            _agent_share(s.read, s.observed),
+            _agent_share(s.read_all, s.observed),
+            _agent_share(s.preloaded, s.traced) if s.preloaded else "–",
             fmt_rate_ci(s.strict_read, s.strict_read_ci),
             fmt_rate_ci(s.strict_unread, s.strict_unread_ci),
             fmt_rate_ci(s.constraint_read, s.constraint_read_ci),
             fmt_rate_ci(s.constraint_unread, s.constraint_unread_ci),
             str(s.unavailable),
+            str(s.reads_unobserved),
         ]
         for s in stats
     ]

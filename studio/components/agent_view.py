@@ -96,7 +96,8 @@ def _summary(trace: AgentTrace) -> None:
 
 
 def _read_versus_obeyed(trace: AgentTrace, record: CellRecord) -> None:
-    """Per constraint of the cell: read, obeyed, and where its text lives (a table: text)."""
+    """Per constraint of the cell: read (opened or found by a search), in the system message
+    (``preload``), obeyed, and where its text lives (a table: text)."""
     places = {p.constraint_id: p for p in trace.constraints}
     honored = {c.constraint_id: c.honored for c in record.constraints}
     ids = list(dict.fromkeys([*honored, *places]))
@@ -109,6 +110,7 @@ def _read_versus_obeyed(trace: AgentTrace, record: CellRecord) -> None:
             {
                 "constraint": cid,
                 "read": "✓ read" if trace.read.get(cid, False) else "✗ not read",
+                "in the system message": "✓ preloaded" if cid in trace.preloaded else "–",
                 "obeyed": "–"
                 if cid not in honored
                 else ("✓ honored" if honored[cid] else "✗ violated"),

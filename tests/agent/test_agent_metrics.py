@@ -267,3 +267,39 @@ def test_names_from_outside_stay_text() -> None:
     md = markdown(summary)
     agent_part = md.split("## Agent arm", 1)[1]
     assert "<img" not in agent_part and "](http" not in agent_part
+
+
+def test_preloaded_rules_are_counted_apart_from_what_was_read() -> None:
+    # preload=true: both constraints in the system message; the agent opened nothing
+    text = AgentTrace.model_validate_json(trace({C1: False, C2: False})).model_copy(
+        update={"preload": True, "preloaded": (C1, C2)}
+    )
+    (s,) = agent_stats(episodes([row("s1", (True, True), text.to_json())]))
+    assert (s.read, s.preloaded, s.strict_unread.n, s.strict_read.n) == (0, 1, 1, 0)
+    assert s.preloaded_share == 1.0
+
+
+def test_an_agent_program_whose_reads_went_unseen_is_in_no_read_figure() -> None:
+    from cvb_engine.agent.trace import CommandRun
+
+    base = AgentTrace.model_validate_json(trace({C1: False, C2: False}))
+    unseen = base.model_copy(
+        update={"transport": "command", "command": CommandRun(command="./a.sh")}
+    )
+    seen = base.model_copy(
+        update={
+            "transport": "command",
+            "command": CommandRun(command="./a.sh", reads_observed=True),
+            "read": {C1: True, C2: False},
+        }
+    )
+    rows = [
+        row("s1", (False, True), unseen.to_json(), arm="agent@command=./a.sh"),
+        row("s2", (True, True), seen.to_json(), arm="agent@command=./a.sh"),
+    ]
+    (s,) = agent_stats(episodes(rows))
+    assert (s.n, s.reads_unobserved, s.observed, s.read) == (2, 1, 1, 1)
+    assert (s.strict_read.k, s.strict_read.n, s.strict_unread.n) == (1, 1, 0)
+    assert s.read_share == 1.0 and (s.strict.k, s.strict.n) == (1, 2)
+    (table, _) = agent_tables(summarize_rows(rows))
+    assert dict(zip(READ_HEADER, table.texts()[0], strict=True))["reads not observed"] == "1"

@@ -46,8 +46,10 @@ def test_the_figures_by_hand(summary: Summary) -> None:
     assert plain.gap.value == pytest.approx(0.5)
     assert (plain.steps, plain.tokens, plain.tokens_n) == (3, 420, 2)
     assert dict(plain.ended) == {"answer": 2}
-    assert (pre.strict.k, pre.strict.n, pre.read, pre.read_all) == (0, 2, 2, 2)
-    assert (pre.strict_read.k, pre.strict_read.n, pre.strict_unread.n) == (0, 2, 0)
+    assert (pre.strict.k, pre.strict.n, pre.read, pre.read_all, pre.preloaded) == (0, 2, 1, 0, 2)
+    assert (pre.strict_read.k, pre.strict_read.n, pre.strict_unread.n) == (0, 1, 1)
+    assert (pre.constraint_read.k, pre.constraint_read.n) == (0, 1)  # timeout-set, violated
+    assert plain.preloaded == 0
     assert (pre.constraint.k, pre.constraint.n) == (1, 4)  # httpx honored once; no-code: none
     assert pre.gap.value == pytest.approx(1.0)
     assert (pre.refused, pre.refused_episodes, pre.no_file) == (2, 1, 1)
@@ -71,7 +73,10 @@ def test_markdown_and_html_sections(summary: Summary) -> None:
     lines = [line for line in section.splitlines() if line.startswith("| m-a")]
     assert lines[0].startswith("| m-a | agent | 2 | 0.500 [")
     assert "| 0.500 (1/2) |" in lines[0]  # read the rules
-    assert "agent@preload=true" in lines[1] and "| 1.000 (2/2) |" in lines[1]
+    assert (
+        "agent@preload=true" in lines[1]
+        and "| 0.500 (1/2) | 0.000 (0/2) | 1.000 (2/2) |" in lines[1]
+    )
     assert "evil.test" not in md  # transcripts are not in reports
     page = html_report(summary, reference=None)
     assert "Read versus obeyed (agent arm)" in page and "evil.test" not in page

@@ -88,7 +88,9 @@ def test_the_agent_view_shows_read_versus_obeyed(store: None) -> None:
     assert by_arm[ags.AGENT]["read the rules"] == "0.500 (1/2)"
     assert by_arm[ags.AGENT]["strict: read"] == "1.000 [1.000, 1.000] (1/1)"
     assert by_arm[ags.AGENT]["strict: not read"] == "0.000 [0.000, 0.000] (0/1)"
-    assert by_arm[ags.PRELOAD]["read the rules"] == "1.000 (2/2)"
+    assert by_arm[ags.PRELOAD]["read the rules"] == "0.500 (1/2)"
+    assert by_arm[ags.PRELOAD]["rules in the system message"] == "1.000 (2/2)"
+    assert by_arm[ags.AGENT]["rules in the system message"] == "–"
     assert by_arm[ags.PRELOAD]["gap to mandated [95% CI]"].startswith("+1.000")
     episodes = next(v for k, v in tables.items() if "steps per episode" in k)
     pre = episodes[episodes["arm"] == ags.PRELOAD].iloc[0]
@@ -114,9 +116,11 @@ def test_side_by_side_shows_an_episode_as_its_transcript(store: None) -> None:
     # the preload variant's file lacks a timeout)
     assert 'data-check="timeout-set/regex-0"' in html
     reads = [d.value for d in at.dataframe if "read" in d.value.columns]
-    assert {tuple(r) for df in reads for r in df[["constraint", "read", "obeyed"]].values} >= {
-        ("httpx-not-requests", "✓ read", "✓ honored"),
-        ("timeout-set", "✓ read", "✗ violated"),
+    columns = ["constraint", "read", "in the system message", "obeyed"]
+    assert {tuple(r) for df in reads for r in df[columns].values} >= {
+        ("httpx-not-requests", "✓ read", "–", "✓ honored"),  # agent, rep 0
+        ("httpx-not-requests", "✗ not read", "✓ preloaded", "✓ honored"),  # preload, rep 0
+        ("timeout-set", "✓ read", "✓ preloaded", "✗ violated"),
     }
     codes = [c.value for c in at.code]
     assert ags.TRACES[(ags.AGENT, 0)] not in codes  # the trace is drawn, not dumped
