@@ -6,6 +6,7 @@ read back from the results file."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import agent_store as ags
 import pytest
@@ -95,3 +96,74 @@ def test_the_results_file_carries_the_summary_and_reads_back_the_same(store: str
     assert all(r.get("agent") for r in data["records"] if r["arm"].startswith("agent"))
     again = summarize_rows(rows_from_results(data))
     assert again.agent == stored.agent
+
+
+# --------------------------------------------------------------------------- a real run
+
+
+def test_a_run_of_scripted_agents_reports_what_each_did(
+    tmp_path: Path, valid_text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the runner against the scripted tool-calling endpoint: the reader opens the
+    rules and follows them, the ignorer opens them and does not, the writer writes at once,
+    the messages agent follows only what its messages hold (with preload=true: the rules,
+    in its system message, read nothing). ``cvb report`` writes each output from the store
+    and from the results file, with the same figures."""
+    from scripted_agent import ScriptedAgent
+    from test_runner import KEY, KEY_VAR, execute, options, write_scenarios
+
+    from cvb_engine import cli
+
+    monkeypatch.setenv(KEY_VAR, KEY)
+    scenarios = tmp_path / "scenarios"
+    write_scenarios(scenarios, valid_text, per_category=1, categories=["library-choice"])
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    models = ["ignorer", "messages", "reader", "writer"]
+    arms = ["agent", "agent@preload=true"]
+    with ScriptedAgent() as agent:
+        execute(options(agent.base_url, scenarios, db, models=models, arms=arms))
+    with Session(get_engine(db)) as session:
+        summary = db_summary(session, ["r1"])
+    got = {
+        (s.model, s.arm): (s.read, s.preloaded, s.strict.k, s.strict.n, s.ended.get("answer"))
+        for s in summary.agent
+    }
+    assert got == {
+        ("ignorer", "agent"): (1, 0, 0, 1, 1),
+        ("ignorer", "agent@preload=true"): (1, 1, 0, 1, 1),
+        ("messages", "agent"): (0, 0, 0, 1, 1),
+        ("messages", "agent@preload=true"): (0, 1, 1, 1, 1),
+        ("reader", "agent"): (1, 0, 1, 1, 1),
+        ("reader", "agent@preload=true"): (1, 1, 1, 1, 1),
+        ("writer", "agent"): (0, 0, 0, 1, 1),
+        ("writer", "agent@preload=true"): (0, 1, 0, 1, 1),
+    }
+    assert all(s.steps >= 1 and s.tokens_n == 1 for s in summary.agent if s.model != "writer")
+    out = tmp_path / "out"
+    assert (
+        cli.main(
+            [
+                "report",
+                "r1",
+                "--db",
+                db,
+                "--markdown",
+                str(out / "r.md"),
+                "--html",
+                str(out / "r.html"),
+                "--json",
+                str(out / "r.json"),
+            ]
+        )
+        == 0
+    )
+    md = (out / "r.md").read_text("utf-8")
+    assert "## Agent arm: read versus obeyed" in md
+    assert "| reader | agent | 1 | 1.000" in md
+    assert "Read versus obeyed (agent arm)" in (out / "r.html").read_text("utf-8")
+    data = json.loads((out / "r.json").read_text("utf-8"))
+    assert {(e["model"], e["arm"]) for e in data["agent_summary"]} == set(got)
+    again = tmp_path / "again.md"
+    assert cli.main(["report", str(out / "r.json"), "--markdown", str(again)]) == 0
+    section = md.split("## Agent arm", 1)[1]
+    assert again.read_text("utf-8").split("## Agent arm", 1)[1] == section
