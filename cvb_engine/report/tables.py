@@ -127,11 +127,29 @@ def accuracy_table(summary: Summary) -> Table:
     columns = [Column("model", outside=True), *_arm_columns(summary, arms, "strict accuracy")]
     if gap:
         columns.append(Column(GAP_HEADING, help=GAP_HELP))
+    # the agent variants' gap to mandated beside the headline gap (README: Agent arm)
+    agent_gaps = {(s.model, s.arm): s.gap for s in summary.agent}
+    agent_arms = (
+        [a for a in arms if any(arm == a for _, arm in agent_gaps)]
+        if SeedArm.MANDATED in arms
+        else []
+    )
+    columns += [
+        Column(
+            f"gap (mandated − {a}) [95% CI]",
+            key=f"gap:{a}",
+            outside_name=True,
+            help=f"mandated − {a} strict accuracy; paired bootstrap over scenarios, "
+            f"{RESAMPLES_TEXT}",
+        )
+        for a in agent_arms
+    ]
     rows = []
     for m in summary.models:
         cells = [_text(m), *(_rate(summary.strict.get((m, a)), a) for a in arms)]
-        if gap:
-            g = summary.gap.get(m)
+        gaps = [summary.gap.get(m)] if gap else []
+        gaps += [agent_gaps.get((m, a)) for a in agent_arms]
+        for g in gaps:
             cells.append(
                 Cell(fmt_gap(g), g.value if g else None, f"{g.n_units} scenarios" if g else "")
             )

@@ -69,6 +69,14 @@ def test_the_agent_variants_stand_beside_the_seed_arm(store: str, summary: Summa
 
 
 def test_markdown_and_html_sections(summary: Summary) -> None:
+    from cvb_engine.report.tables import accuracy_table
+
+    table = accuracy_table(summary)
+    row = dict(zip(table.header, table.texts()[0], strict=True))
+    # the agent variants beside the seed arm, each with its gap to mandated
+    assert table.header[1:4] == ["mandated", ags.AGENT, ags.PRELOAD]
+    assert row[f"gap (mandated − {ags.AGENT}) [95% CI]"].startswith("+0.500")
+    assert row[f"gap (mandated − {ags.PRELOAD}) [95% CI]"].startswith("+1.000")
     md = markdown(summary)
     section = md.split("## Agent arm: read versus obeyed", 1)[1]
     lines = [line for line in section.splitlines() if line.startswith("| m-a")]
