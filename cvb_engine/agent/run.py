@@ -35,6 +35,7 @@ __all__ = [
     "NO_TESTS",
     "AgentRun",
     "agent_arms_problem",
+    "describe_agent_arm",
     "is_agent_arm",
     "run_workspace_tests",
 ]
@@ -64,6 +65,24 @@ def agent_arms_problem(arms: Sequence[str]) -> str | None:
     if commands and (problem := bwrap_problem()):
         return f"arm {commands[0]} runs an agent program under bwrap, which does not work here: {problem}"
     return None
+
+
+def describe_agent_arm(arm: str) -> str | None:
+    """What one cell of ``arm`` does, for the dry run (None for other arms)."""
+    if not is_agent_arm(arm):
+        return None
+    params: Any = parse_arm(arm).params
+    where = f"rules={params.rules}" + (f", {params.load} distractors" if params.load else "")
+    if params.command:
+        from cvb_engine.agent.command import bwrap_problem
+
+        problem = bwrap_problem()
+        state = f"MISSING bwrap, the run will refuse to start: {problem}" if problem else "bwrap"
+        return f"runs {params.command!r} in the workspace ({where}), up to {params.timeout:g}s a cell; {state}"
+    return (
+        f"an episode in the workspace ({where}{', preloaded' if params.preload else ''}): "
+        f"up to {params.steps + 1} requests a cell ({params.steps} tool rounds)"
+    )
 
 
 @functools.lru_cache(maxsize=1)

@@ -139,3 +139,29 @@ def test_no_bwrap_no_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(command, "bwrap_problem", lambda: "bwrap is not installed")
     assert "bwrap" in (agent_arms_problem(["cold", f"agent@command={PROGRAM} writer"]) or "")
     assert agent_arms_problem(["cold", "agent"]) is None
+
+
+def test_the_readme_wrapper_runs_as_documented(tmp_path: Path, scenarios: Path) -> None:
+    """The self-contained wrapper of the README, written to a file as a user would, run
+    with a relative path from the folder cvb runs in."""
+    import os
+    import re
+    import stat
+
+    readme = (TESTS.parent / "README.md").read_text(encoding="utf-8")
+    block = re.search(
+        r"```python\n(#!/usr/bin/env python3\n\"\"\"Reads AGENTS\.md.*?)```", readme, re.S
+    )
+    assert block, "the README's wrapper example is gone"
+    script = tmp_path / "my-agent.py"
+    script.write_text(block.group(1).replace("/usr/bin/env python3", sys.executable, 1))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        recs = run_commands(tmp_path, scenarios, ["agent@command=./my-agent.py"])
+    finally:
+        os.chdir(here)
+    rec = recs["agent@command=./my-agent.py"]
+    assert rec["status"] == "ok" and bool(rec["strict"])
+    assert rec["trace"].command.stdout.startswith("read ") and rec["trace"].command.exit_code == 0

@@ -232,3 +232,20 @@ def test_an_ivr_problem_runs_its_tests_and_is_judged_by_its_hidden_tests(
     # into its messages it checks every running balance
     assert plain["honored"]["any-point-in-time"] == 0
     assert preloaded["honored"]["any-point-in-time"] == 1
+
+
+def test_the_dry_run_says_what_an_agent_cell_does(tmp_path: Path, scenarios: Path) -> None:
+    import io
+
+    from cvb_engine.runner import BenchmarkRun, print_dry_run
+
+    arms = ["agent", "agent@steps=3,preload=true", "agent@command=./x.sh,timeout=30"]
+    opts = options("http://127.0.0.1:9/v1", scenarios, "sqlite://", models=["m"], arms=arms)
+    out = io.StringIO()
+    print_dry_run(BenchmarkRun(opts), out)
+    text = out.getvalue()
+    assert (
+        "agent      agent: an episode in the workspace (rules=agents-md): up to 13 requests" in text
+    )
+    assert "up to 4 requests a cell (3 tool rounds)" in text and "preloaded" in text
+    assert "runs './x.sh' in the workspace (rules=agents-md), up to 30s a cell" in text
