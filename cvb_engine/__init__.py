@@ -149,10 +149,16 @@ if TYPE_CHECKING:
         published_table,
     )
     from cvb_engine.results import export_results
-    from cvb_engine.run_ids import RUN_ID_RULE, new_run_id, run_id_problem
+    from cvb_engine.run_ids import (
+        RUN_ID_RULE,
+        check_scenario_id,
+        new_run_id,
+        run_id_problem,
+        scenario_id_problem,
+    )
     from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions
     from cvb_engine.runner import layer_state_root
-    from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text
+    from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text, unlinked
     from cvb_engine.scenario import (
         ARMS,
         CANARY,
@@ -164,6 +170,7 @@ if TYPE_CHECKING:
         load_file,
         load_library,
         load_text,
+        scenario_file,
     )
     from cvb_engine.scenario import ID_PATTERN as SCENARIO_ID_PATTERN
     from cvb_engine.scenario import MAX_FILE_BYTES as MAX_SCENARIO_BYTES
@@ -174,6 +181,10 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown_report.markdown``).
 _WHERE: dict[str, str] = {
+    "unlinked": "cvb_engine.safe_text",
+    "scenario_id_problem": "cvb_engine.run_ids",
+    "check_scenario_id": "cvb_engine.run_ids",
+    "scenario_file": "cvb_engine.scenario",
     "Table": "cvb_engine.report.tables",
     "Cell": "cvb_engine.report.tables",
     "Column": "cvb_engine.report.tables",
@@ -463,6 +474,7 @@ __all__ = [
     "category_tables",
     "cell_choices",
     "cell_records",
+    "check_scenario_id",
     "compare_summaries",
     "constraint_rows",
     "constraint_table",
@@ -548,7 +560,9 @@ __all__ = [
     "run_progress",
     "run_runners",
     "save_preset",
+    "scenario_file",
     "scenario_files",
+    "scenario_id_problem",
     "scenario_rows",
     "score_code",
     "score_response",
@@ -560,4 +574,5 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "unlinked",
 ]

@@ -22,32 +22,54 @@ inline reasoning it removed. The rules, in order:
    fence that is never closed (a truncated reply) runs to the end. The
    language is the first word of the info string, read through paths and
    attributes: ``python:app/x.py``, ``py title="x.py"``, ``{.python}``,
-   ``app/x.py`` (by its suffix).
+   ``app/x.py`` (by its suffix). Beyond CommonMark: a backtick fence glued to
+   the last code line (``    return x```"``) or followed by text on its line
+   (```` ```<end_code> ````) closes the block; a body whose every line is
+   indented is read flush left.
 3. **Some blocks are never Python, whatever their tag**: REPL transcripts
    (``>>>`` prompts), shell sessions (``$ `` prompts or lines such as ``pip
    install``), requirements files, and sample output (a block that does not
-   parse, or whose statements are only bare values). Notebook ``!pip`` /
-   ``%pip`` lines are dropped from a block that is otherwise Python.
-   Blocks tagged with another language (``bash``, ``json``, ``text`` …) are
-   not Python either; untagged blocks are Python when they parse as code.
+   parse, or whose statements are only bare values or ``name: value`` labels).
+   Notebook ``!pip`` / ``%pip`` lines are dropped from a block that is
+   otherwise Python. Blocks tagged with another language (``bash``, ``json``,
+   ``text`` …) are not Python either; untagged blocks are Python when they parse
+   as code, and not when they read as another language (C-family, SQL). A JSON
+   object (raw, or a ``json`` / untagged block) carrying the program as a string
+   under a code key (``{"code": ...}``, a tool call's ``arguments``, a list of
+   ``{"path": "x.py", "content": ...}`` files) gives that program.
 4. **The solution is chosen by structure, not position.** With the scenario's
    ``entry_point``, the solution is the block that defines it plus, transitively,
-   the blocks that hold what it uses (imports, helpers, constants) and the
-   blocks that define something else of their own without calling or testing
-   it (a second function the task asks for); blocks that only call it (usage,
-   tests, demos) are left out. When several blocks
+   the blocks that hold what it uses (imports, helpers, constants), the blocks
+   named as files it imports (``python:app/settings.py`` for ``from
+   app.settings import settings``) and the blocks that define something else of
+   their own without calling or testing it (a second function the task asks
+   for); blocks that only call it (usage, tests, demos) are left out. When several blocks
    define it, one introduced as a counter-example (``don't do this``,
    ``avoid``, ``bad``, ``before:`` …) or as an alternative (``alternatively``,
    ``another approach`` …) loses to one that is not, and one introduced as
    the final or fixed version wins. Without an entry point, or when no block
-   defines it, the Python blocks are joined in order, leaving out only the
-   counter-examples.
-5. **Unfenced replies**: the code is the longest run of lines that parses and
-   holds a statement (a definition, an import, an assignment, a call …), not
-   the prose around it. When no run parses, the longest run of code-like lines
-   is the (unparseable) code.
+   defines it, the Python blocks, tagged and untagged, are joined in order,
+   leaving out only the counter-examples. A solution of several blocks named as
+   files keeps each name as a ``# path.py`` comment line (see
+   :func:`file_sections`).
+5. **Unfenced replies**: the code is the longest run of lines (counted in lines
+   that hold code) that parses and holds a statement (a definition, an import,
+   an assignment, a call …), not the prose around it; a run the reply abandons
+   (``Sorry, let me try again``) is left out, imports and all. When no run
+   parses, the longest run of code-like lines is the (unparseable) code.
 6. **The outcome**: no solution, or one made only of bare values, is
    ``no-code``; otherwise ``answered`` or ``unparseable`` by ``ast.parse``.
+7. **Truncated code** (see :func:`longest_prefix`): code that runs to the end of
+   the reply and does not parse there is judged on its longest prefix of whole
+   lines that parses, and the extraction says it was ``cut``; with the
+   ``truncated`` flag (the endpoint stopped at its token limit) a last line cut
+   in the middle is left out even when it parses, and without it only an error
+   in the last lines counts as a cut. A prefix that lost every definition the
+   code began is not taken.
+8. **Sanitizing** (see :func:`sanitize`): ``code`` is the solution without the
+   top-level statements the model did not mean as the solution (demos, prints,
+   self-check asserts, the main guard), blanked so that line numbers hold;
+   ``module`` is the solution whole, for constraints about module-level code.
 
 Every rule works on text: nothing here executes the reply, and every scan is
 bounded (no regular expression backtracks over a line more than once).
@@ -57,7 +79,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import functools
+import json
 import re
 import textwrap
 import warnings
@@ -175,6 +199,7 @@ class Block:
     end: int  # offset just past the closing fence (the text's end when unclosed)
     closed: bool = True
     kind: str = ""  # python | other | transcript | shell | requirements | output
+    path: str = ""  # the file the block is said to be (``app/settings.py``), when it says
 
 
 def _tag(info: str) -> str:
@@ -203,6 +228,64 @@ def _dedent(body: str, indent: int) -> str:
     return "\n".join(out)
 
 
+def _flush_left(body: str) -> str:
+    """The body without the indentation all its lines share (a block pasted indented,
+    or a method body shown alone): Python reads top-level code from column 0."""
+    first = body.lstrip("\n")[:1]
+    return textwrap.dedent(body) if first in (" ", "\t") else body
+
+
+def _path(info: str, body: str) -> str:
+    """The file a block says it is: a path in its info string (``python:app/x.py``,
+    ``py title="app/x.py"``, ``app/x.py``) or in a first-line comment (``# app/x.py``)."""
+    m = _INFO_PATH.search(info)
+    if m is None:
+        first = body.lstrip("\n").split("\n", 1)[0]
+        m = _COMMENT_PATH.match(first)
+    return m.group("path") if m else ""
+
+
+_INFO_PATH = re.compile(r"(?P<path>[\w./-]*\w\.py)\b")
+_COMMENT_PATH = re.compile(r"^\s*#\s*(?:file(?:name)?:\s*)?(?P<path>[\w./-]*\w\.py)\s*$", re.I)
+# A line that ends a backtick block although CommonMark would not: the fence glued to the
+# last code line (``    return x```") or followed by text (``"```<end_code>"``). What
+# follows the fence must not read as a language tag (that line opens the next block).
+_GLUED_CLOSE = re.compile(r"^(?P<code>.*[^`\s].*?)(?P<fence>`{3,})[ \t]*$")
+_TRAILED_CLOSE = re.compile(r"^[ \t]*(?P<fence>`{3,})[ \t]*(?P<rest>[^`\s\w{.].*)$")
+
+
+def _closing(text: str, body_start: int, fence: str) -> tuple[int, int, int] | None:
+    """Where the block opened by ``fence`` ends: (end of its body, end of the closing
+    line, how the block closed: 0 a CommonMark fence, 1 a glued or trailed fence)."""
+    closing_re = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+    proper = closing_re.search(text, body_start) if body_start <= len(text) else None
+    if fence[0] != "`":
+        return (proper.start(), proper.end(), 0) if proper else None
+    stop = proper.start() if proper else len(text)
+    pos = body_start
+    # Only the lines before the first proper closing fence can hold an improper one;
+    # scanning them is linear in the block.
+    while pos < stop:
+        nl = text.find("\n", pos, stop)
+        line_end = stop if nl < 0 else nl
+        line = text[pos:line_end]
+        if "```" in line:
+            glued = _GLUED_CLOSE.match(line)
+            if (
+                glued
+                and len(glued.group("fence")) >= len(fence)
+                and "`" not in glued.group("code").rstrip()[-1:]
+            ):
+                return pos + glued.start("fence"), line_end, 1
+            trailed = _TRAILED_CLOSE.match(line)
+            if trailed and len(trailed.group("fence")) >= len(fence):
+                return pos, line_end, 1
+        if nl < 0:
+            break
+        pos = nl + 1
+    return (proper.start(), proper.end(), 0) if proper else None
+
+
 def _blocks(text: str) -> list[Block]:
     """Every fenced block, closing a truncated last one at the end of the text."""
     blocks: list[Block] = []
@@ -219,22 +302,28 @@ def _blocks(text: str) -> list[Block]:
             continue
         indent = len(opening.group("indent").expandtabs(4))
         body_start = opening.end() + 1
-        closing_re = re.compile(
-            rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE
-        )
-        closing = closing_re.search(text, body_start) if body_start <= len(text) else None
+        closing = _closing(text, body_start, fence)
         intro = text[prose_from : opening.start()]
         if closing is None:
-            body = text[body_start:]
+            body = _flush_left(_dedent(text[body_start:], indent))
             blocks.append(
-                Block(_tag(info), _dedent(body, indent), intro, opening.start(), len(text), False)
+                Block(
+                    _tag(info),
+                    body,
+                    intro,
+                    opening.start(),
+                    len(text),
+                    False,
+                    "",
+                    _path(info, body),
+                )
             )
             return blocks
-        body = text[body_start : closing.start()]
+        body = _flush_left(_dedent(text[body_start : closing[0]], indent))
         blocks.append(
-            Block(_tag(info), _dedent(body, indent), intro, opening.start(), closing.end())
+            Block(_tag(info), body, intro, opening.start(), closing[1], True, "", _path(info, body))
         )
-        pos = closing.end()
+        pos = closing[1]
         prose_from = pos
 
 
@@ -331,13 +420,50 @@ def _classify(block: Block) -> str:
     tree = _parses(code)
     if tree is None:
         # A tagged block that does not parse is still the model's (broken) code;
-        # an untagged one is output unless it reads like code.
-        if block.tag in PYTHON_TAGS or _code_like_share(lines) >= 0.5:
+        # an untagged one is output unless it reads like code, and another
+        # language's code (C#, JavaScript, SQL …) is not Python at all.
+        if block.tag in PYTHON_TAGS:
+            return "python"
+        if _foreign(lines):
+            return "other"
+        if _code_like_share(lines) >= 0.5:
             return "python"
         return "output"
-    if not _meaningful(tree):
+    if not _meaningful(tree) or (block.tag == "" and _only_labels(tree)):
         return "output"
     return "python"
+
+
+def _only_labels(tree: ast.Module) -> bool:
+    """Sample output such as ``example.com: reachable`` parses as bare annotations."""
+    return all(
+        (isinstance(n, ast.AnnAssign) and n.value is None)
+        or (isinstance(n, ast.Expr) and not isinstance(n.value, ast.Call | ast.Await))
+        for n in tree.body
+    )
+
+
+# Lines that mark another language: C-family braces and semicolons, declarations of
+# JavaScript / C# / Java / Go / Rust, preprocessor lines, and SQL statements.
+_FOREIGN_LINE = re.compile(
+    r"^\s*(?:[{}]\s*;?|}\s*(?:else|catch|finally)\b.*|.*[;{]\s*(?://.*)?|//.*|/\*.*|\*.*|"
+    r"(?:using|namespace|package|public|private|protected|static|void|const|let|var|function|"
+    r"func|fn|interface|struct|enum|impl|int|string|echo)\b.*|#include\b.*|<\?php.*|"
+    r"(?:SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|FROM|WHERE|JOIN|LEFT|INNER|"
+    r"VALUES|GROUP|ORDER|BEGIN|COMMIT)\b.*)$"
+)
+_PYTHON_LINE = re.compile(
+    r"^\s*(?:(?:def|class|if|elif|for|while|with|try|except|async def)\b.*:\s*(?:#.*)?|"
+    r"else:|finally:|(?:import|from)\s+\w.*|return\b.*|@\w.*)$"
+)
+
+
+def _foreign(lines: list[str]) -> bool:
+    """Whether lines that do not parse as Python read as another language's code: most
+    of them look like C-family or SQL lines and almost none like Python's own."""
+    foreign = sum(bool(_FOREIGN_LINE.match(ln)) for ln in lines)
+    python = sum(bool(_PYTHON_LINE.match(ln)) for ln in lines)
+    return foreign * 2 >= len(lines) and python * 5 <= len(lines)
 
 
 def _without_magic(body: str) -> str:
@@ -492,10 +618,9 @@ def _select(candidates: list[_Candidate], entry_point: str | None) -> list[_Cand
         if defining:
             chosen = _choose_definition(defining)
             return _with_dependencies(chosen, candidates, entry_point)
-    # Joined in order: blocks tagged Python win over untagged ones, and a block
-    # the reply itself rejects is left out (unless nothing else is left).
-    tagged = [c for c in candidates if c.block.tag in PYTHON_TAGS]
-    pool = tagged or candidates
+    # Joined in order, tagged and untagged Python alike, and a block the reply
+    # itself rejects is left out (unless nothing else is left).
+    pool = candidates
     kept = [c for c in pool if c.stance != "rejected"] or pool[-1:]
     # A block introduced as usage that defines nothing is a demo of the solution.
     solution = [c for c in kept if not (c.stance == "usage" and not _defines_any(c.tree))]
@@ -546,17 +671,46 @@ def _with_dependencies(
             needed |= _used(c.tree) - _top_bindings(c.tree)
     needed -= set().union(*(_top_bindings(c.tree) for c in included if c.tree is not None))
     changed = True
-    while changed and needed:
+    while changed:
         changed = False
+        imported = set().union(*(_imported_modules(c.tree) for c in included if c.tree))
         for c in pool:
             if c in included or c.tree is None:
                 continue
             provides = _top_bindings(c.tree) & needed
-            if provides and not _is_usage(c.tree, entry_point):
+            # A solution split over files: the module imports the block that is its
+            # settings (``from app.settings import settings``), named by its path.
+            if (provides or _is_imported(c.block.path, imported)) and not _is_usage(
+                c.tree, entry_point
+            ):
                 included.append(c)
                 needed = (needed - _top_bindings(c.tree)) | (_used(c.tree) - _top_bindings(c.tree))
                 changed = True
     return sorted(included, key=lambda c: c.block.start)
+
+
+def _imported_modules(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.ImportFrom | ast.Import):  # also ``from . import settings``
+            names.update(a.name for a in node.names)
+    return names
+
+
+def _is_imported(path: str, imported: set[str]) -> bool:
+    """Whether the file at ``path`` is one of the ``imported`` modules (by its dotted
+    path, or its last parts: ``app/settings.py`` is ``app.settings`` and ``settings``)."""
+    if not path or not imported:
+        return False
+    parts = path.removesuffix(".pyi").removesuffix(".py").replace("\\", "/").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    parts = [p for p in parts if p not in ("", ".", "src")]
+    dotted = {".".join(parts[i:]) for i in range(len(parts))}
+    return bool(dotted & imported)
 
 
 def _is_usage(tree: ast.Module, entry_point: str) -> bool:
@@ -602,7 +756,7 @@ def _unfenced(text: str, entry_point: str | None = None) -> str:
         found = _longest_parsing(lines, a, b)
         if found is not None:
             run_code = textwrap.dedent("\n".join(lines[found[0] : found[1]]))
-            block = Block("python", run_code, "", found[0], found[1])
+            block = Block("python", run_code, "\n".join(lines[:a]), found[0], found[1])
             parsed.append(_Candidate(block, run_code, _parses(run_code), "plain"))
         elif not parsed:
             chunk = lines[a:b]
@@ -611,12 +765,31 @@ def _unfenced(text: str, entry_point: str | None = None) -> str:
                 fallback = "\n".join(chunk)
     if not parsed:
         return fallback
-    # The longest run is the solution (or the one defining the entry point), with
-    # the runs that hold what it uses: an import line set apart by prose.
-    defining = [c for c in parsed if entry_point and c.tree and _defines(c.tree, entry_point)]
-    chosen = defining[0] if defining else max(parsed, key=lambda c: c.block.end - c.block.start)
+    # A run the reply abandons ("Sorry, let me try again") is not offered any more:
+    # its imports are not pulled in with the next attempt.
+    for i, c in enumerate(parsed[1:]):
+        between = "\n".join(lines[parsed[i].block.end : c.block.start])
+        if _RETRY.search(between):
+            for earlier in parsed[: i + 1]:
+                earlier.stance = "rejected"
+    offered = [c for c in parsed if c.stance != "rejected"] or parsed[-1:]
+    # The longest run (in lines that hold code) is the solution, or the one defining
+    # the entry point, with the runs that hold what it uses: an import set apart by prose.
+    defining = [c for c in offered if entry_point and c.tree and _defines(c.tree, entry_point)]
+    chosen = defining[0] if defining else max(offered, key=lambda c: _code_lines(c.code))
     kept = _with_dependencies(chosen, parsed, entry_point or "")
     return "\n\n".join(c.code for c in kept)
+
+
+_RETRY = re.compile(
+    r"\b(sorry|apolog(y|ies|i[sz]e)|my (mistake|bad)|oops|let me (try|fix|correct|redo|rewrite)|"
+    r"try(ing)? again|that('s| is| was) (wrong|incorrect|not right)|scratch that|correction)\b",
+    re.IGNORECASE,
+)
+
+
+def _code_lines(code: str) -> int:
+    return sum(1 for ln in code.split("\n") if ln.strip())
 
 
 def _prose(line: str) -> bool:
@@ -645,7 +818,14 @@ def _longest_parsing(lines: list[str], a: int, b: int) -> tuple[int, int] | None
 
 @dataclass(frozen=True)
 class Extraction:
-    """What a reply offers: the solution, its outcome and the reasoning that was removed."""
+    """What a reply offers: the solution, its outcome and the reasoning that was removed.
+
+    ``module`` is the code the reply offers as its solution, whole; ``code`` is the same
+    code sanitized (see :func:`sanitize`: demos, prints, self-checks and the main guard
+    blanked out, line numbers kept), what checks read unless a constraint is about
+    module-level code. ``cut`` says the code ended where the reply was cut off, so it was
+    judged on its longest prefix that parses.
+    """
 
     code: str
     outcome: Outcome
@@ -653,10 +833,19 @@ class Extraction:
     answer: str = ""  # the reply without its reasoning (what ``scope: response`` checks read)
     # The parsed solution when it parses (scoring reuses it rather than parse again).
     tree: ast.Module | None = field(default=None, repr=False, compare=False)
+    module: str = ""
+    cut: bool = False
+    module_tree: ast.Module | None = field(default=None, repr=False, compare=False)
 
 
-def extract(response: str, entry_point: str | None = None) -> Extraction:
-    """The solution of ``response`` and its outcome, following the module's rules."""
+def extract(
+    response: str, entry_point: str | None = None, *, truncated: bool = False
+) -> Extraction:
+    """The solution of ``response`` and its outcome, following the module's rules.
+
+    ``truncated``: the endpoint stopped the reply at its token limit, so code that does
+    not parse is judged on its longest prefix that does (rule 7).
+    """
     text = response.replace("\r\n", "\n").replace("\r", "\n")
     stripped = _strip_reasoning(text)
     reasoning = stripped.reasoning or None
@@ -664,6 +853,7 @@ def extract(response: str, entry_point: str | None = None) -> Extraction:
         return Extraction("", "no-code", reasoning, "")
     answer = stripped.text
     blocks = _blocks(answer)
+    runs_to_end = not blocks or not blocks[-1].closed
     if blocks:
         code = _from_blocks(blocks, entry_point)
         if not code.strip():
@@ -671,10 +861,246 @@ def extract(response: str, entry_point: str | None = None) -> Extraction:
             outside = _outside_blocks(answer, blocks)
             code = _unfenced(outside, entry_point)
     else:
-        code = _unfenced(answer, entry_point)
+        inner = _json_code(answer) if answer.lstrip().startswith("{") else None
+        code = inner if inner is not None else _unfenced(answer, entry_point)
     code = code.strip("\n")
     tree = _parses(code) if code.strip() else None
-    return Extraction(code, outcome_from(code, tree), reasoning, answer, tree)
+    cut = False
+    at_end = bool(code.strip()) and runs_to_end and answer.rstrip().endswith(code.rstrip())
+    # Cut at the token limit in the middle of a line: that line is not a whole statement,
+    # even when what is left of it parses (``time.sle``).
+    partial = truncated and at_end and not text.endswith("\n") and "\n" in code.strip()
+    if (tree is None or partial) and at_end:
+        # The code runs to the end of the reply and does not parse there: the reply was
+        # cut off (or ends inside its last statement). What was written is judged.
+        prefix = longest_prefix(code, partial_last_line=partial, only_near_end=not truncated)
+        if prefix is not None:
+            code, tree, cut = prefix[0], prefix[1], True
+    outcome = outcome_from(code, tree)
+    if tree is None or outcome != "answered":
+        return Extraction(code, outcome, reasoning, answer, tree, code, cut, tree)
+    solution, solution_tree = sanitize(code, tree, entry_point)
+    return Extraction(solution, outcome, reasoning, answer, solution_tree, code, cut, tree)
+
+
+# --------------------------------------------------------------------------- truncated code
+
+_MAX_PREFIX_TRIES = 64
+_DEF_LINE = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+\w", re.MULTILINE)
+
+
+def longest_prefix(
+    code: str, *, partial_last_line: bool = False, only_near_end: bool = False
+) -> tuple[str, ast.Module] | None:
+    """The longest prefix of whole lines of ``code`` that parses as meaningful code, or None.
+
+    ``partial_last_line``: the last line was cut in the middle (the reply stopped at its
+    token limit), so it is left out even when what remains of it parses (``time.sle``).
+    ``only_near_end``: give up unless the code fails to parse in its last lines (an error
+    earlier is the model's, not a cut). Each try starts before the line the parser blamed,
+    so the work is a few parses, bounded.
+    """
+    lines = code.split("\n")
+    hi = len(lines) - 1 if partial_last_line and len(lines) > 1 else len(lines)
+    for attempt in range(_MAX_PREFIX_TRIES):
+        while hi > 0 and not lines[hi - 1].strip():
+            hi -= 1
+        if hi <= 0:
+            return None
+        text = "\n".join(lines[:hi])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text)
+        except SyntaxError as exc:
+            blamed = exc.lineno or hi
+            if only_near_end and attempt == 0 and blamed < hi - 1:
+                return None
+            # The statement holding the error starts at or before the blamed line.
+            hi = min(hi - 1, max(blamed, 1)) if blamed >= hi else min(hi - 1, blamed - 1)
+            continue
+        except (ValueError, RecursionError, MemoryError, OverflowError):
+            return None
+        # A prefix that lost every definition the code began (cut in the first
+        # signature) is not what the reply offered: it stays unparseable.
+        if not _meaningful(tree) or (_DEF_LINE.search(code) and not _defines_any(tree)):
+            return None
+        return text, tree
+    return None
+
+
+# --------------------------------------------------------------------------- sanitizing
+
+_MAIN_GUARD = ("__main__", "__name__")
+_PRINTS = frozenset({"print", "pprint", "pp", "display"})
+
+
+def sanitize(code: str, tree: ast.Module, entry_point: str | None = None) -> tuple[str, ast.Module]:
+    """The solution without what the model did not mean as the solution (rule 8).
+
+    Left out, statement by statement at the top level: ``if __name__ == "__main__":``
+    blocks; ``assert`` self-checks; ``print(...)`` demos and calls of what the code
+    itself defines (the entry point, ``main()``, ``asyncio.run(main())``), with loops
+    and ``with``/``try`` blocks made only of those; assignments of such a call that no
+    definition reads (``result = solve(data)``); bare names and values echoed as in a
+    notebook; and an earlier, undecorated definition of a name defined again (Python
+    keeps the last). Imports, definitions and every other top-level statement (constants,
+    configuration, loggers, registrations) stay, and code that defines nothing is a
+    script whose statements are the solution. The dropped lines are blanked, so line
+    numbers still point into the whole code. Returns ``code`` and ``tree`` themselves
+    when nothing is dropped.
+    """
+    body = tree.body
+    defined = {
+        n.name for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    if not defined:
+        return code, tree  # a script: its top-level statements are the solution
+    if entry_point:
+        defined.add(entry_point)
+    drop: list[ast.stmt] = []
+    assigns: list[ast.Assign | ast.AnnAssign] = []
+    last_def: dict[str, ast.stmt] = {}
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            earlier = last_def.get(node.name)
+            if (
+                earlier is not None
+                and not node.decorator_list
+                and not getattr(earlier, "decorator_list", ())
+            ):
+                drop.append(earlier)
+            last_def[node.name] = node
+        elif _is_main_guard(node) or _is_demo(node, defined):
+            drop.append(node)
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and _calls_defined(node.value, defined):
+            assigns.append(node)
+    if assigns:
+        read = _names_read(n for n in body if n not in assigns and n not in drop)
+        for node in assigns:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {t.id for tgt in targets for t in ast.walk(tgt) if isinstance(t, ast.Name)}
+            if bound and not bound & read:
+                drop.append(node)
+    if not drop:
+        return code, tree
+    lines = code.split("\n")
+    for node in drop:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        last = node.end_lineno or node.lineno
+        for i in range(first - 1, min(last, len(lines))):
+            lines[i] = ""
+    dropped = {id(n) for n in drop}
+    kept = ast.Module(body=[n for n in body if id(n) not in dropped], type_ignores=[])
+    return "\n".join(lines).rstrip("\n"), kept
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    sides = [node.test.left, *node.test.comparators]
+    names = {s.id for s in sides if isinstance(s, ast.Name)}
+    values = {s.value for s in sides if isinstance(s, ast.Constant)}
+    return "__name__" in names and "__main__" in values
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and func.attr in ("pprint", "pp"):
+        return func.attr
+    return None
+
+
+def _calls_defined(value: ast.expr | None, defined: set[str]) -> bool:
+    """Whether ``value`` is (or awaits) a call of something the code defines, or of a
+    method of such a call's result (``Solution().solve(...)``)."""
+    while isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return False
+    for sub in ast.walk(value):
+        if isinstance(sub, ast.Call) and _called_name(sub) in defined:
+            return True
+    return False
+
+
+def _is_demo(node: ast.stmt, defined: set[str]) -> bool:
+    """A top-level statement that only shows, runs or tests what the code defines."""
+    if isinstance(node, ast.Assert | ast.Pass):
+        return True
+    if isinstance(node, ast.Expr):
+        value = node.value
+        if isinstance(value, ast.Constant):
+            return False  # a docstring or a stray string: harmless, kept
+        if isinstance(value, ast.Await):
+            value = value.value
+        if isinstance(value, ast.Call):
+            return _called_name(value) in _PRINTS or _calls_defined(value, defined)
+        # a bare name or expression echoed as in a notebook
+        return isinstance(value, ast.Name | ast.Attribute | ast.Subscript | ast.Compare)
+    if isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith | ast.Try):
+        inner = [*node.body, *getattr(node, "orelse", ()), *getattr(node, "finalbody", ())]
+        for handler in getattr(node, "handlers", ()):
+            inner.extend(handler.body)
+        return bool(inner) and all(
+            _is_demo(n, defined) or (isinstance(n, ast.Assign) and _calls_defined(n.value, defined))
+            for n in inner
+        )
+    return False
+
+
+def file_sections(code: str) -> list[tuple[str, int, int]]:
+    """The files a solution split over files is made of: (path, first line, last line),
+    1-based, each starting at a comment line naming it (``# app/settings.py``) at the top
+    level; empty when the code names no file."""
+    if ".py" not in code:
+        return []
+    heads = [
+        (m.group("path"), code.count("\n", 0, m.start()) + 1) for m in _FILE_HEAD.finditer(code)
+    ]
+    total = code.count("\n") + 1
+    return [
+        (path, line, (heads[i + 1][1] - 1) if i + 1 < len(heads) else total)
+        for i, (path, line) in enumerate(heads)
+    ]
+
+
+_FILE_HEAD = re.compile(
+    r"^#[ \t]*(?:file(?:name)?:[ \t]*)?(?P<path>[\w./-]*\w\.py)[ \t]*$", re.MULTILINE | re.I
+)
+
+
+def without_files(code: str, tree: ast.Module, paths: Iterable[str]) -> tuple[str, ast.Module]:
+    """``code`` with the files named by ``paths`` blanked out (a path matches a file
+    whose path equals it or ends with ``/`` + it, either way round); ``code`` and ``tree``
+    themselves when no such file is in it."""
+    wanted = [p.strip("/") for p in paths]
+    ranges = [
+        (first, last)
+        for path, first, last in file_sections(code)
+        if any(path == w or path.endswith("/" + w) or w.endswith("/" + path) for w in wanted)
+    ]
+    if not ranges:
+        return code, tree
+    lines = code.split("\n")
+    for first, last in ranges:
+        for i in range(first - 1, last):
+            lines[i] = ""
+    kept = [n for n in tree.body if not any(first <= n.lineno <= last for first, last in ranges)]
+    return "\n".join(lines), ast.Module(body=kept, type_ignores=[])
+
+
+def _names_read(nodes: Iterable[ast.stmt]) -> set[str]:
+    read: set[str] = set()
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                read.add(sub.id)
+            elif isinstance(sub, ast.Global | ast.Nonlocal):
+                read.update(sub.names)
+    return read
 
 
 def outcome_from(code: str, tree: ast.Module | None) -> Outcome:
@@ -691,6 +1117,52 @@ def outcome_of(code: str) -> Outcome:
     return outcome_from(code, _parses(code) if code.strip() else None)
 
 
+# Keys under which structured replies carry the program (``{"code": "..."}``, tool-call
+# arguments, ``{"files": [{"path": ..., "content": ...}]}``), in order of preference.
+_CODE_KEYS = ("code", "python", "python_code", "solution", "source", "program", "content", "answer")
+
+
+def _json_code(text: str) -> str | None:
+    """The Python program a JSON object carries as a string, or None (not JSON, or no
+    string in it under a code key that parses as code)."""
+    try:
+        data = json.loads(text.strip())
+    except (ValueError, RecursionError):
+        return None
+    found: list[str] = []
+    _collect_code(data, found, 0)
+    return "\n\n".join(found) if found else None
+
+
+def _collect_code(value: object, found: list[str], depth: int) -> None:
+    if depth > 6:
+        return
+    if isinstance(value, list):
+        for item in value[:32]:
+            _collect_code(item, found, depth + 1)
+        return
+    if not isinstance(value, dict):
+        return
+    if isinstance(value.get("arguments"), str):  # a tool call's arguments, as JSON text
+        with contextlib.suppress(ValueError, RecursionError):
+            value = {**value, "arguments": json.loads(value["arguments"])}
+    for key in _CODE_KEYS:
+        text = value.get(key)
+        if isinstance(text, str) and "```" in text:  # a fenced block inside the string
+            text = "\n\n".join(b.body for b in _blocks(text) if b.tag in PYTHON_TAGS | {""})
+        if isinstance(text, str) and text.strip():
+            path = value.get("path") or value.get("filename") or value.get("file") or ""
+            if isinstance(path, str) and path and not path.endswith((".py", ".pyi")):
+                return  # a file the reply names, not a Python one
+            tree = _parses(text.strip("\n"))
+            if tree is not None and _meaningful(tree):
+                found.append(text.strip("\n"))
+                return
+    for key, item in value.items():
+        if key not in _CODE_KEYS and isinstance(item, dict | list):
+            _collect_code(item, found, depth + 1)
+
+
 def _outside_blocks(text: str, blocks: Iterable[Block]) -> str:
     """The reply with every fenced block cut out (their bodies are judged already)."""
     out, pos = [], 0
@@ -704,15 +1176,29 @@ def _outside_blocks(text: str, blocks: Iterable[Block]) -> str:
 def _from_blocks(blocks: list[Block], entry_point: str | None) -> str:
     candidates: list[_Candidate] = []
     for block in blocks:
+        if block.tag in ("json", "jsonc", "") and block.body.lstrip().startswith("{"):
+            inner = _json_code(block.body)
+            if inner is not None:
+                block.body, block.tag = inner, "python"
         block.kind = _classify(block)
         if block.kind != "python":
             continue
         code = _without_magic(block.body).strip("\n")
         candidates.append(_Candidate(block, code, _parses(code), _stance(block)))
     chosen = _select(candidates, entry_point)
+    if len(chosen) > 1:
+        # A solution split over files: the file each block is, named in its fence,
+        # stays with its code as a comment line, so that scoring reads the files
+        # from the code alone (see file_sections).
+        return "\n\n".join(
+            f"# {c.block.path}\n{c.code}"
+            if c.block.path and not _COMMENT_PATH.match(c.code.split("\n", 1)[0])
+            else c.code
+            for c in chosen
+        )
     return "\n\n".join(c.code for c in chosen)
 
 
 def extract_code(response: str, entry_point: str | None = None) -> str:
-    """The solution code of ``response`` (empty when it has none)."""
+    """The solution code of ``response``, sanitized (empty when it has none)."""
     return extract(response, entry_point).code

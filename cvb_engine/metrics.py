@@ -27,7 +27,7 @@ Definitions:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -272,6 +272,9 @@ class Summary:
     layers: dict[str, str] = field(default_factory=dict)
     # one per (model, memory-tool variant)
     tool_use: list[ToolUse] = field(default_factory=list)
+    # the resamples of every bootstrap of this summary (fewer than BOOTSTRAP_RESAMPLES only
+    # past the work budget, :func:`bootstrap_resamples`)
+    resamples: int = BOOTSTRAP_RESAMPLES
     # one per (model, agent variant): read versus obeyed (cvb_engine.agent.metrics)
     agent: list[AgentStat] = field(default_factory=list)
 
@@ -334,6 +337,71 @@ def ordered_arms(arms: Iterable[str]) -> list[str]:
     return [a for a in ARM_ORDER if a in given] + arm_order(known) + unknown
 
 
+#: The index draws all the bootstraps of one summary may make: the CIs of a run of any
+#: size people run (a memory sweep of 10 models × 35 scenarios × 64 variants is 4.5e8)
+#: take BOOTSTRAP_RESAMPLES; past it each takes fewer, never fewer than MIN_RESAMPLES, so
+#: that the work stays linear in the tallies. Reports say how many (Summary.resamples).
+BOOTSTRAP_BUDGET = 500_000_000
+MIN_RESAMPLES = 1_000
+
+
+def bootstrap_resamples(units: int) -> int:
+    """The resamples each bootstrap takes when they resample ``units`` units in all."""
+    if units * BOOTSTRAP_RESAMPLES <= BOOTSTRAP_BUDGET:
+        return BOOTSTRAP_RESAMPLES
+    return max(MIN_RESAMPLES, BOOTSTRAP_BUDGET // max(units, 1))
+
+
+def _bootstrap_units(tallies: Iterable[Tally]) -> int:
+    # what the bootstraps of summarize resample: each (model, scenario) of the seed gap
+    # twice (per model, per category), each (model, variant, scenario) of a memory
+    # variant three times (its CI, its gap, its tool use), and of an agent variant seven
+    # times (strict and per-constraint, each when read and not read, its gap)
+    from cvb_engine.agent.metrics import is_agent_arm
+
+    seed: set[tuple[str, str]] = set()
+    variants: set[tuple[str, str, str]] = set()
+    agents: set[tuple[str, str, str]] = set()
+    for t in tallies:
+        if t.arm in (SeedArm.MANDATED, SeedArm.INCENTIVIZED):
+            seed.add((t.model, t.scenario_id))
+        if _memory_variant(t.arm) is not None:
+            variants.add((t.model, t.arm, t.scenario_id))
+        elif is_agent_arm(t.arm):
+            agents.add((t.model, t.arm, t.scenario_id))
+    return 2 * len(seed) + 3 * len(variants) + 7 * len(agents)
+
+
+#: Indices drawn at once by a bootstrap (16 MiB of int64): its memory stays bounded
+#: whatever the number of scenarios or problems resampled.
+RESAMPLE_CHUNK = 1 << 21
+
+
+def resampled_sums(
+    columns: Sequence[np.ndarray], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int
+) -> list[np.ndarray]:
+    """Each column's sum over each of ``resamples`` resamples of its rows (the units: a
+    scenario or a problem), drawn with replacement, the same rows for every column.
+
+    The draw goes chunk by chunk, in the order of one ``(resamples, units)`` draw: the same
+    seed gives the same figures as a whole-matrix draw, in bounded memory. Chunks hold an
+    even number of indices, so none leaves half of a 64-bit random word behind (numpy
+    draws bounded 32-bit integers two per word, per call).
+    """
+    import numpy as np
+
+    units = len(columns[0])
+    rng = np.random.default_rng(seed)
+    rows = max(2, (RESAMPLE_CHUNK // max(units, 1)) & ~1)
+    sums = [np.empty(resamples, dtype=np.result_type(c.dtype, np.int64)) for c in columns]
+    for start in range(0, resamples, rows):
+        count = min(rows, resamples - start)
+        idx = rng.integers(0, units, size=(count, units))
+        for out, column in zip(sums, columns, strict=True):
+            out[start : start + count] = column[idx].sum(axis=1)
+    return sums
+
+
 def paired_bootstrap_gap(
     k_a: np.ndarray,
     n_a: np.ndarray,
@@ -349,12 +417,9 @@ def paired_bootstrap_gap(
     units = len(k_a)
     if units == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, units, size=(resamples, units))
+    ska, sna, skb, snb = resampled_sums([k_a, n_a, k_b, n_b], resamples=resamples, seed=seed)
     with np.errstate(invalid="ignore", divide="ignore"):
-        diffs = k_a[idx].sum(axis=1) / n_a[idx].sum(axis=1) - k_b[idx].sum(axis=1) / n_b[idx].sum(
-            axis=1
-        )
+        diffs = ska / sna - skb / snb
     diffs = diffs[np.isfinite(diffs)]
     if diffs.size == 0:
         return None, None
@@ -369,6 +434,7 @@ def _gap(
     a: str = SeedArm.MANDATED.value,
     b: str = SeedArm.INCENTIVIZED.value,
     seed: int,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Interval:
     import numpy as np
 
@@ -385,7 +451,7 @@ def _gap(
     if n_a.sum() == 0 or n_b.sum() == 0:
         return Interval(None, None, None, len(scenarios))
     value = float(k_a.sum() / n_a.sum() - k_b.sum() / n_b.sum())
-    low, high = paired_bootstrap_gap(k_a, n_a, k_b, n_b, seed=seed)
+    low, high = paired_bootstrap_gap(k_a, n_a, k_b, n_b, resamples=resamples, seed=seed)
     return Interval(value, low, high, len(scenarios))
 
 
@@ -433,11 +499,17 @@ def summarize(
         by_constraint[(c.model, c.arm, c.scenario_id, c.constraint_id)] += rate
     models = sorted({t.model for t in tallies})
     categories = sorted({t.category for t in tallies})
-    gap = {m: _gap([t for t in tallies if t.model == m], seed=seed) for m in models}
+    # one pass to group, then one gap per group: linear in the tallies, whatever the
+    # number of models × categories (a pair without tallies has no gap: "–" everywhere)
+    per_model: dict[str, list[Tally]] = defaultdict(list)
+    per_category: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        per_model[t.model].append(t)
+        per_category[(t.model, t.category)].append(t)
+    n = bootstrap_resamples(_bootstrap_units(tallies))
+    gap = {m: _gap(per_model[m], seed=seed, resamples=n) for m in models}
     category_gap = {
-        (m, cat): _gap([t for t in tallies if t.model == m and t.category == cat], seed=seed)
-        for m in models
-        for cat in categories
+        key: _gap(group, seed=seed, resamples=n) for key, group in sorted(per_category.items())
     }
     arms = ordered_arms(t.arm for t in tallies)
     trace_rows = []
@@ -461,10 +533,11 @@ def summarize(
         outcomes=dict(outcomes),
         strict_answered=dict(strict_answered),
         constraint_answered=dict(constraint_answered),
-        memory=memory_stats(tallies, models, arms, seed=seed),
+        memory=memory_stats(tallies, models, arms, seed=seed, resamples=n),
         layers=layer_names(arms, trace_rows),
-        tool_use=tool_use(trace_rows, seed=seed),
-        agent=agent_stats(agent_episodes, tallies=tallies, seed=seed),
+        tool_use=tool_use(trace_rows, seed=seed, resamples=n),
+        resamples=n,
+        agent=agent_stats(agent_episodes, tallies=tallies, seed=seed, resamples=n),
     )
 
 
@@ -519,7 +592,12 @@ def _memory_variant(arm: str) -> _MemoryVariant | None:
 
 
 def memory_stats(
-    tallies: list[Tally], models: list[str], arms: list[str], *, seed: int = BOOTSTRAP_SEED
+    tallies: list[Tally],
+    models: list[str],
+    arms: list[str],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> list[MemoryStat]:
     """A :class:`MemoryStat` per model and memory variant (the incentivized arm and its
     variants, the memory-layer arms), when any variant beyond the seed arms ran (none for a
@@ -528,11 +606,15 @@ def memory_stats(
     if not any(a != SeedArm.INCENTIVIZED for a in variants):
         return []
 
+    # grouped once: linear in the tallies, whatever the number of models and arms
+    by_cell: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        by_cell[(t.model, t.arm)].append(t)
     out = []
     for model in models:
-        mine = [t for t in tallies if t.model == model]
+        mandated = by_cell.get((model, SeedArm.MANDATED.value), [])
         for arm, v in variants.items():
-            rows = [t for t in mine if t.arm == arm]
+            rows = by_cell.get((model, arm), [])
             if not rows:
                 continue
             k, n = _per_scenario(rows)
@@ -542,7 +624,7 @@ def memory_stats(
                 sum(t.n_errors for t in rows),
                 sum(t.n_memory_errors for t in rows),
             )
-            low, high = bootstrap_ratio(k, n, seed=seed)
+            low, high = bootstrap_ratio(k, n, resamples=resamples, seed=seed)
             out.append(
                 MemoryStat(
                     model=model,
@@ -553,7 +635,7 @@ def memory_stats(
                     turns=v.turns,
                     strict=rate,
                     strict_ci=Interval(rate.value, low, high, len(n)),
-                    gap=_gap(mine, b=arm, seed=seed),
+                    gap=_gap(mandated + rows, b=arm, seed=seed, resamples=resamples),
                     kind=v.kind,
                     series=v.series,
                 )
@@ -617,7 +699,12 @@ def layer_names(arms: Iterable[str], traces: Iterable[RecordRow] = ()) -> dict[s
     return out
 
 
-def tool_use(traces: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> list[ToolUse]:
+def tool_use(
+    traces: Iterable[RecordRow],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> list[ToolUse]:
     """A :class:`ToolUse` per (model, memory-tool variant) from its records' memory traces."""
     import numpy as np
 
@@ -655,7 +742,7 @@ def tool_use(traces: Iterable[RecordRow], *, seed: int = BOOTSTRAP_SEED) -> list
         k = np.array([v[0] for v in per.values()], dtype=np.int64)
         n = np.array([v[1] for v in per.values()], dtype=np.int64)
         rate = Rate(int(k.sum()), int(n.sum()))
-        low, high = bootstrap_ratio(k, n, seed=seed)
+        low, high = bootstrap_ratio(k, n, resamples=resamples, seed=seed)
         return rate, Interval(rate.value, low, high, len(per))
 
     out = []
@@ -696,10 +783,9 @@ def bootstrap_ratio(
 
     if len(k) == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(k), size=(resamples, len(k)))
+    sk, sn = resampled_sums([k, n], resamples=resamples, seed=seed)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = k[idx].sum(axis=1) / n[idx].sum(axis=1)
+        ratios = sk / sn
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
         return None, None
@@ -753,6 +839,7 @@ class IVRSummary:
     n_extreme: int
     constraint_fail: dict[str, Rate]
     excluded: list[str]
+    resamples: int = BOOTSTRAP_RESAMPLES  # of its CI's bootstrap (:func:`bootstrap_resamples`)
 
     @property
     def stated_pass_rate(self) -> float | None:
@@ -776,9 +863,8 @@ def bootstrap_mean(
 
     if values.size == 0:
         return None, None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(resamples, values.size))
-    means = values[idx].mean(axis=1)
+    (sums,) = resampled_sums([values], resamples=resamples, seed=seed)
+    means = sums / values.size  # what ndarray.mean does: the sum, then one division
     alpha = (1 - CI_LEVEL) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return float(low), float(high)
@@ -813,10 +899,11 @@ def ivr(
             pair[0] += not honored
             pair[1] += 1
     out: dict[tuple[str, str], IVRSummary] = {}
+    resamples = bootstrap_resamples(sum(len(problems) for problems in solutions.values()))
     for (model, arm), problems in sorted(solutions.items()):
         qualifying = {p: (c[2], c[1]) for p, c in sorted(problems.items()) if c[1] >= 1}
         values = np.array([v / n for v, n in qualifying.values()], dtype=float)
-        low, high = bootstrap_mean(values, seed=seed)
+        low, high = bootstrap_mean(values, resamples=resamples, seed=seed)
         out[(model, arm)] = IVRSummary(
             model=model,
             arm=arm,
@@ -827,5 +914,6 @@ def ivr(
             n_extreme=int(np.sum((values == 0) | (values == 1))),
             constraint_fail={k: Rate(f, n) for k, (f, n) in sorted(fails[(model, arm)].items())},
             excluded=sorted(p for p, c in problems.items() if c[1] == 0),
+            resamples=resamples,
         )
     return out

@@ -39,6 +39,7 @@ are in :mod:`cvb_engine.results_format`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -346,26 +347,75 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+#: The largest results file ``cvb report FILE`` reads (README: Results file): reading one
+#: takes about 30 times its size in memory (the JSON value and its validation); set
+#: ``CVB_MAX_RESULTS_MB`` to read a larger one on a machine that has the memory.
+MAX_RESULTS_FILE_MB = 32
+MAX_RESULTS_ENV = "CVB_MAX_RESULTS_MB"
+
+
+def max_results_bytes() -> int:
+    """The size limit in bytes: ``$CVB_MAX_RESULTS_MB`` when it is a positive number, else
+    :data:`MAX_RESULTS_FILE_MB`."""
+    raw = os.environ.get(MAX_RESULTS_ENV, "")
+    try:
+        mb = float(raw) if raw else MAX_RESULTS_FILE_MB
+    except ValueError:
+        mb = MAX_RESULTS_FILE_MB
+    return int((mb if math.isfinite(mb) and mb > 0 else MAX_RESULTS_FILE_MB) * 2**20)
+
+
 def load_results_file(path: str | Path) -> dict[str, Any]:
     """Read and validate a results file (:class:`~cvb_engine.results_format.ResultsFile`);
-    errors name the file and the field. Returns the file's JSON value."""
+    errors name the file and the field. Returns the file's JSON value.
+
+    A file past :func:`max_results_bytes` is refused before it is read; every value is
+    checked on the way in (ids by their rules, names and texts bounded, numbers finite and
+    bounded, :mod:`cvb_engine.results_format`): what is refused raises
+    :class:`ResultsFileError` with a message, never another exception.
+    """
     p = Path(path)
+    limit = max_results_bytes()
     try:
+        size = p.stat().st_size
+        if size > limit:
+            raise ResultsFileError(
+                f"{p}: {size / 2**20:,.1f} MB; cvb reads results files up to "
+                f"{limit / 2**20:,.0f} MB (set {MAX_RESULTS_ENV} to read a larger one)"
+            )
         text = p.read_text(encoding="utf-8")
-        data = json.loads(text)
     except OSError as exc:
         raise ResultsFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ResultsFileError(f"{p}: not UTF-8 text ({exc.reason})") from None
+    try:
+        # Validated from the text first (strict JSON validation takes "ok" for
+        # RecordStatus.OK), the models dropped before the JSON value is built: the two are
+        # never in memory together.
+        ResultsFile.model_validate_json(text, context={READING: True})
+    except ValidationError as exc:
+        if exc.errors(include_url=False)[0]["type"] == "json_invalid":
+            _json_value(p, text)  # names the line of a syntax error
+        raise ResultsFileError(f"{p}: {first_problem(exc)}") from None
+    return _json_value(p, text)
+
+
+def _json_value(p: Path, text: str) -> dict[str, Any]:
+    def refuse(constant: str) -> None:
+        raise ResultsFileError(f"{p}: not valid JSON: {constant} is not a number")
+
+    try:
+        data = json.loads(text, parse_constant=refuse)
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise ResultsFileError(f"{p}: not valid JSON: nested too deep") from None
-    try:
-        # from the text: strict JSON validation takes "ok" for RecordStatus.OK
-        ResultsFile.model_validate_json(text, context={READING: True})
-    except ValidationError as exc:
-        raise ResultsFileError(f"{p}: {first_problem(exc)}") from None
+    except ValueError:  # Python's int-string limit: a number of thousands of digits
+        raise ResultsFileError(
+            f"{p}: not valid results: a number of more than 4,300 digits"
+        ) from None
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{p}: expected an object at the top level")
     return data
 
 

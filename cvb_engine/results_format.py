@@ -17,6 +17,7 @@ docs/results-schema.json``.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,7 +38,7 @@ from cvb_engine.agent.trace import AgentTrace
 from cvb_engine.extract import Outcome
 from cvb_engine.kinds import ErrorKind, RecordStatus
 from cvb_engine.memory_trace import Trace
-from cvb_engine.run_ids import RunIdError, check_run_id
+from cvb_engine.run_ids import RunIdError, check_run_id, scenario_id_problem
 from cvb_engine.safe_text import terminal_text
 
 if TYPE_CHECKING:
@@ -68,8 +69,56 @@ Format = Literal["cvb-results/1", "cvb-results/2"]
 _CONFIG = ConfigDict(strict=True, extra="ignore", use_attribute_docstrings=True)
 
 
+#: What a file being read may hold (README: Results file). A name (model, arm, category,
+#: constraint or check id, prompt version …) up to MAX_NAME characters, a text (response,
+#: code, reasoning, an error or a reason) up to MAX_TEXT; counts and positions 0 to
+#: MAX_COUNT; other numbers finite, within ±MAX_NUMBER; at most MAX_ITEMS constraints per
+#: record and evidence spans per check. A file that holds more is refused, naming the field.
+MAX_NAME = 500
+MAX_TEXT = 4_000_000
+MAX_COUNT = 10**12
+MAX_NUMBER = 1e12
+MAX_ITEMS = 10_000
+_TEXTS = frozenset({"response", "code", "reasoning", "error", "reason"})
+
+
+def _problem_with(name: str, value: object) -> str | None:
+    if isinstance(value, str):
+        limit = MAX_TEXT if name in _TEXTS else MAX_NAME
+        return f"longer than {limit:,} characters" if len(value) > limit else None
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return None if 0 <= value <= MAX_COUNT else f"expected 0 to {MAX_COUNT:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+            return f"expected a finite number within ±{MAX_NUMBER:g}"
+        return None
+    if isinstance(value, list | dict) and len(value) > MAX_ITEMS and name != "records":
+        return f"more than {MAX_ITEMS:,} items"
+    if isinstance(value, dict) and name == "constraints":
+        for key in value:
+            if len(key) > MAX_NAME:
+                return f"a constraint id longer than {MAX_NAME:,} characters"
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, int | float | str) and (problem := _problem_with(name, item)):
+                return problem
+    return None
+
+
 class _Model(BaseModel):
     model_config = _CONFIG
+
+    @_model_validator(mode="after")
+    def _bounded(self, info: ValidationInfo) -> _Model:
+        # Only for a file being read: a store's own export is written as it is stored.
+        if (info.context or {}).get(READING):
+            for name in type(self).model_fields:
+                problem = _problem_with(name, getattr(self, name))
+                if problem is not None:
+                    raise _field_problem(name, problem)
+        return self
 
 
 class Span(_Model):
@@ -201,9 +250,11 @@ class RecordEntry(_Model):
     scenario_sha256: str | None = None
 
     @_model_validator(mode="after")
-    def _scored_when_ok(self) -> RecordEntry:
+    def _scored_when_ok(self, info: ValidationInfo) -> RecordEntry:
         if self.status == RecordStatus.OK and self.constraints is None:
             raise _field_problem("constraints", "expected an object of {honored: bool}")
+        if (info.context or {}).get(READING) and scenario_id_problem(self.scenario_id):
+            raise _field_problem("scenario_id", f"{scenario_id_problem(self.scenario_id)}")
         return self
 
 
@@ -390,7 +441,10 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's int-string limit (4,300 digits)
+        return "an integer of more than 4,300 digits"
     return terminal_text(text if len(text) <= 100 else text[:100] + "…", multiline=False)
 
 

@@ -1,10 +1,16 @@
-"""The one rule for run ids, shared by the CLI, the results file and the studio.
+"""The one rule for run ids and the one for scenario ids, shared by the CLI, the results
+file, the store's readers and the studio.
 
 A run id names a run in the store, in reports, in file names the studio
 offers for download (``<run id>.csv``) and in log file names, and it is
 printed on terminals: it is 1–80 letters, digits, ``.``, ``_`` or ``-``,
 starting with a letter or a digit. Default ids (``run-YYYYmmdd-HHMMSS-xxxx``)
 follow it.
+
+A scenario id names a scenario file in the library (``<category>/<id>.yaml``) and is
+read back from stores and results files: it is 1–120 lowercase letters and digits in
+words joined by single hyphens. Nothing read from outside becomes a file name or a
+pattern before it passes this rule.
 """
 
 from __future__ import annotations
@@ -20,8 +26,17 @@ RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")  # matched whole
 RUN_ID_RULE = "a run id is 1–80 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
+SCENARIO_ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # matched whole (fullmatch)
+SCENARIO_ID_MAX = 120
+SCENARIO_ID_RULE = (
+    f"a scenario id is 1–{SCENARIO_ID_MAX} lowercase letters and digits in words joined by "
+    "single hyphens"
+)
+
+
 class RunIdError(ValueError):
-    """A run id that breaks the rule; the message names where it came from."""
+    """A run id (or a scenario id) that breaks its rule; the message names where it came
+    from."""
 
 
 def new_run_id() -> str:
@@ -58,6 +73,26 @@ def check_run_id(run_id: object, field: str) -> str:
         raise RunIdError(f"{field}: {problem}; {_found(run_id)}")
     assert isinstance(run_id, str)
     return run_id
+
+
+def scenario_id_problem(scenario_id: object) -> str | None:
+    """``None`` for a valid scenario id; otherwise the rule it breaks (without the value)."""
+    if (
+        isinstance(scenario_id, str)
+        and len(scenario_id) <= SCENARIO_ID_MAX
+        and SCENARIO_ID_PATTERN.fullmatch(scenario_id)
+    ):
+        return None
+    return SCENARIO_ID_RULE
+
+
+def check_scenario_id(scenario_id: object, field: str) -> str:
+    """``scenario_id`` when it is valid; :class:`RunIdError` naming ``field`` otherwise."""
+    problem = scenario_id_problem(scenario_id)
+    if problem is not None:
+        raise RunIdError(f"{field}: {problem}; {_found(scenario_id)}")
+    assert isinstance(scenario_id, str)
+    return scenario_id
 
 
 def run_id_arg(value: str) -> str:

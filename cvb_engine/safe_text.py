@@ -28,6 +28,8 @@ from typing import Any, TextIO
 
 #: OWASP: a spreadsheet reads a cell that starts with one of these as a formula.
 CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# a separator a spreadsheet may split on, spaces, then a formula's first character
+_CSV_PIECE_FORMULA = re.compile(r"([,;\t][ ]*)(?=[=+\-@\r])")
 
 
 def csv_cell(value: object) -> object:
@@ -45,7 +47,11 @@ def csv_cell(value: object) -> object:
     if isinstance(value, float) and math.isfinite(value):
         return value
     text = str(value)
-    return "'" + text if text.startswith(CSV_FORMULA_START) else text
+    text = "'" + text if text.startswith(CSV_FORMULA_START) else text
+    # A spreadsheet that splits cells on "," ";" or a tab (an import with another
+    # separator) makes each piece a cell: a piece that would start a formula is neutralized
+    # in place ("a;=1+1" -> "a;'=1+1").
+    return _CSV_PIECE_FORMULA.sub(lambda m: m.group(1) + "'", text)
 
 
 def csv_row(row: Mapping[str, Any]) -> dict[str, object]:
@@ -111,15 +117,32 @@ _MD_SPECIAL = re.compile(r"([\\`*_~\[\]()!|$])")
 _MD_HTML = re.compile(r"[&<>]")
 
 
+# GitHub-flavoured Markdown (and other renderers that autolink) turns bare URLs
+# (``http://``, ``https://``, ``ftp://``, ``www.``, ``mailto:``, ``xmpp:``) and e-mail
+# addresses into links, and may look at text whose escapes are already resolved; a
+# zero-width space after the scheme, ``www`` or the ``@`` of an address (one followed by
+# a domain: ``memory@load=20`` is an arm, not an address) breaks what it looks for.
+AUTOLINK = re.compile(
+    r"(?i)(?<![a-z0-9])(https?|ftp|www|mailto|xmpp)(?=s?[:.])|(@)(?=[a-z0-9][a-z0-9_-]*\.[a-z0-9])"
+)
+ZWSP = "\u200b"
+
+
+def unlinked(text: str) -> str:
+    """``text`` with its bare URLs and e-mail addresses broken for autolinkers."""
+    return AUTOLINK.sub(lambda m: m.group() + ZWSP, text)
+
+
 def markdown_text(text: object) -> str:
     """``text`` as plain text inside Markdown: one line, one table cell.
 
     HTML metacharacters become entities (no raw HTML), the characters of
     links, images, code, emphasis, math and table cells are backslash-escaped,
+    bare URLs and e-mail addresses are broken for autolinkers (:func:`unlinked`),
     and control characters, line breaks among them, are shown as escapes, so
     a value cannot end its cell or its line.
     """
-    line = terminal_text(text, multiline=False)
+    line = unlinked(terminal_text(text, multiline=False))
     line = _MD_SPECIAL.sub(r"\\\1", line)
     return _MD_HTML.sub(lambda m: _MD_ENTITIES[m.group()], line)
 

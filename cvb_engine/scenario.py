@@ -37,6 +37,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from cvb_engine.checks.base import get_kind, registry
 from cvb_engine.kinds import SeedArm
+from cvb_engine.run_ids import check_scenario_id
 
 CVB_CATEGORIES: tuple[str, ...] = (
     "library-choice",
@@ -157,6 +158,28 @@ class Samples(BaseModel):
     compliant: list[str] = Field(default_factory=list)
 
 
+class Reads(BaseModel):
+    """Which of the solution a constraint's checks read (README: Extraction).
+
+    By default they read the solution sanitized: without the main guard, top-level
+    demos, prints and self-checks the model did not mean as the solution.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    module_level: bool = Field(
+        default=False,
+        description="the constraint is about module-level code (the main guard, top-level "
+        "calls, prints, asserts): its checks read the solution whole, not sanitized",
+    )
+    except_files: list[str] = Field(
+        default_factory=list,
+        description="files of a solution split over files that the constraint is not about "
+        "(app/settings.py may read the environment): their code is left out of what the "
+        "checks read, matched by path or by the path's end",
+    )
+
+
 class Constraint(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -168,6 +191,13 @@ class Constraint(BaseModel):
     # not behaviour); shown in the report's limitations section.
     limitations: str | None = Field(
         default=None, description="what the checks of this constraint cannot judge precisely"
+    )
+    reads: Reads = Field(default_factory=Reads)
+    applies_when: Literal["shared-mutable-state"] | None = Field(
+        default=None,
+        description="a condition the solution must meet for the constraint to apply at "
+        "all (shared-mutable-state: code whose threads share no mutable state honors a "
+        "constraint about guarding it, without its checks)",
     )
 
     @field_validator("id")
@@ -634,6 +664,28 @@ def load_all(paths: Iterable[str | Path]) -> tuple[list[LoadedScenario], list[Pr
         except ScenarioError as exc:
             problems.extend(exc.problems)
     return loaded, problems
+
+
+def scenario_file(root: str | Path, scenario_id: str) -> Path | None:
+    """The library's file of ``scenario_id`` (``<root>/<category>/<id>.yaml``), or None.
+
+    The one way to go from a scenario id (read from a store, a results file or a page) to a
+    file: the id must pass the scenario-id rule (:class:`~cvb_engine.run_ids.RunIdError`
+    otherwise) and is never a pattern; the file found must lie inside ``root`` once links
+    are resolved. Pools (:data:`NON_SCENARIO_DIRS`) are not scenarios.
+    """
+    check_scenario_id(scenario_id, "scenario id")
+    base = Path(root).resolve()
+    if not base.is_dir():
+        return None
+    for category in sorted(base.iterdir()):
+        if not category.is_dir() or category.name in NON_SCENARIO_DIRS:
+            continue
+        for suffix in (".yaml", ".yml"):
+            candidate = (category / f"{scenario_id}{suffix}").resolve()
+            if candidate.is_relative_to(base) and candidate.is_file():
+                return candidate
+    return None
 
 
 def load_library(root: str | Path) -> dict[str, LoadedScenario]:

@@ -25,16 +25,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cvb_engine.checks.applies import CONDITIONS, applies
 from cvb_engine.checks.base import CheckKind, CheckResult, Prepared, Sibling, Subject, get_kind
-from cvb_engine.extract import Outcome, extract, outcome_from
+from cvb_engine.extract import Outcome, extract, outcome_from, sanitize, without_files
 from cvb_engine.results_format import CheckEntry, ConstraintEntry
-from cvb_engine.scenario import Constraint, Scenario
+from cvb_engine.scenario import Constraint, Reads, Scenario
 
 #: The rules that turn a reply into verdicts. 1: the first build (no outcomes;
 #: a reply without code could honor a constraint). 2: outcomes, structural
-#: solution extraction, no-code honors nothing. Bump it whenever extraction or
-#: a check kind's judgement changes.
-SCORING_VERSION = 2
+#: solution extraction, no-code honors nothing. 3: truncated code judged on its
+#: longest prefix that parses, the solution sanitized statement by statement
+#: (unless a constraint reads module-level code), more block shapes read. Bump it
+#: whenever extraction or a check kind's judgement changes.
+SCORING_VERSION = 3
+#: Added to the reason of a check that failed for want of something (no evidence to
+#: blame) in a reply cut off at its token limit: what it asks for may have come later.
+CUT_NOTE = (
+    " (the reply was cut off at its token limit; what this check asks for may have come "
+    "after the cut)"
+)
 NO_CODE_CHECK = CheckResult(
     passed=False,
     reason="the reply has no code (a refusal, a question, prose, or reasoning that never "
@@ -162,7 +171,15 @@ class ScoringPlan:
     each constraint, in order, every check prepared with all the scenario's checks as
     its siblings; the stated tests are prepared when first run (an ``exec`` check)."""
 
-    __slots__ = ("_stated", "constraints", "source", "stated_tests")
+    __slots__ = (
+        "_stated",
+        "applies_when",
+        "constraints",
+        "entry_point",
+        "reads",
+        "source",
+        "stated_tests",
+    )
 
     def __init__(self, scenario: Scenario) -> None:
         #: The constraints the plan was made from (see :func:`plan`).
@@ -180,6 +197,13 @@ class ScoringPlan:
             )
             for c in scenario.constraints
         )
+        #: What each constraint's checks read, in the order of ``constraints``.
+        self.reads: tuple[Reads, ...] = tuple(c.reads for c in scenario.constraints)
+        #: The condition each constraint applies under (None: always).
+        self.applies_when: tuple[str | None, ...] = tuple(
+            c.applies_when for c in scenario.constraints
+        )
+        self.entry_point = scenario.entry_point
         self._stated: Prepared | None = None
 
     @staticmethod
@@ -223,6 +247,56 @@ def plan(scenario: Scenario) -> ScoringPlan:
     return found
 
 
+class _Subjects:
+    """The subjects one record's checks read: the whole code, the sanitized solution
+    (the same subject when sanitizing drops nothing), and either without the files a
+    constraint is not about; made when first asked for and shared by the checks."""
+
+    __slots__ = ("_made", "entry_point", "response", "whole")
+
+    def __init__(self, whole: Subject, response: str, entry_point: str | None) -> None:
+        self.whole = whole
+        self.response = response
+        self.entry_point = entry_point
+        self._made: dict[tuple[bool, tuple[str, ...]], Subject] = {}
+
+    def of(self, reads: Reads) -> Subject:
+        key = (reads.module_level, tuple(reads.except_files))
+        found = self._made.get(key)
+        if found is not None:
+            return found
+        subject = self.whole
+        tree = subject.tree
+        if isinstance(tree, ast.Module):
+            code = subject.code
+            if not reads.module_level:
+                code, tree = sanitize(code, tree, self.entry_point)
+            if reads.except_files:
+                code, tree = without_files(code, tree, reads.except_files)
+            if code is not subject.code:
+                subject = Subject(code, self.response)
+                subject._tree = tree
+        self._made[key] = subject
+        return subject
+
+
+def _noted(verdict: CheckVerdict) -> CheckVerdict:
+    result = verdict.result
+    if result.passed or result.evidence or result.timed_out:
+        return verdict
+    noted = CheckResult(passed=False, reason=result.reason + CUT_NOTE, scope=result.scope)
+    return CheckVerdict(verdict.check_id, verdict.kind, noted)
+
+
+_SOLUTION = Reads()
+#: The verdict of a constraint whose condition the solution does not meet (one per
+#: condition, shared by every record).
+_NOT_APPLICABLE = {
+    name: CheckVerdict("applies-when", "applies-when", CheckResult(passed=True, reason=reason))
+    for name, (_, reason) in CONDITIONS.items()
+}
+
+
 def score_code(
     scenario: Scenario,
     code: str,
@@ -231,18 +305,25 @@ def score_code(
     outcome: Outcome | None = None,
     truncated: bool = False,
     tree: ast.Module | None = None,
+    cut: bool = False,
 ) -> Scored:
     """Score already-extracted ``code`` against every constraint of ``scenario``.
 
-    ``outcome`` defaults to what ``code`` itself is (parsed once, for the checks
-    too); ``tree`` is the parse of ``code`` when the caller has it.
+    ``code`` is the solution whole; each constraint's checks read it sanitized unless
+    the constraint reads module-level code (:class:`~cvb_engine.scenario.Reads`), and
+    the stated tests run on the sanitized solution (a model's own wrong ``assert`` at
+    the top level does not fail the import). ``outcome`` defaults to what ``code``
+    itself is (parsed once, for the checks too); ``tree`` is the parse of ``code`` when
+    the caller has it. ``cut``: the code is the longest prefix that parses of a reply
+    cut off; with ``truncated`` too, a check that fails for want of something says so.
     """
     planned = plan(scenario)
-    subject = Subject(code, code if response is None else response)
+    text = code if response is None else response
+    whole = Subject(code, text)
     if tree is not None:
-        subject._tree = tree
+        whole._tree = tree
     if outcome is None:
-        parsed = subject.tree if code.strip() else None
+        parsed = whole.tree if code.strip() else None
         outcome = outcome_from(code, parsed if isinstance(parsed, ast.Module) else None)
     if outcome == "no-code":
         return Scored(
@@ -258,13 +339,25 @@ def score_code(
             outcome=outcome,
             truncated=truncated,
         )
+    subjects = _Subjects(whole, text, planned.entry_point)
     verdicts = tuple(
         ConstraintVerdict(constraint_id, tuple([check.verdict(subject) for check in checks]))
-        for constraint_id, checks in planned.constraints
+        if condition is None or applies(condition, subject)
+        else ConstraintVerdict(constraint_id, (_NOT_APPLICABLE[condition],))
+        for (constraint_id, checks), subject, condition in zip(
+            planned.constraints,
+            map(subjects.of, planned.reads),
+            planned.applies_when,
+            strict=True,
+        )
     )
+    if truncated or cut:
+        verdicts = tuple(
+            ConstraintVerdict(v.constraint_id, tuple(map(_noted, v.checks))) for v in verdicts
+        )
     stated: CheckResult | None = None
     if scenario.stated_tests and scenario.stated_tests.strip():
-        stated = _run(planned.stated(), subject)
+        stated = _run(planned.stated(), subjects.of(_SOLUTION))
     return Scored(
         code=code,
         constraints=verdicts,
@@ -272,22 +365,27 @@ def score_code(
         stated_detail=stated,
         outcome=outcome,
         truncated=truncated,
+        extra={"cut": True} if cut else {},
     )
 
 
 def score_response(scenario: Scenario, response: str, finish_reason: str | None = None) -> Scored:
     """Extract the solution from ``response`` and score it.
 
-    Checks with ``scope: response`` read the reply without its reasoning.
+    Checks with ``scope: response`` read the reply without its reasoning. A reply cut
+    off at its token limit (``finish_reason`` ``length``) has code that does not parse
+    judged on its longest prefix that does.
     """
-    found = extract(response, scenario.entry_point)
+    truncated = finish_reason == "length"
+    found = extract(response, scenario.entry_point, truncated=truncated)
     return score_code(
         scenario,
-        found.code,
+        found.module,
         found.answer,
         outcome=found.outcome,
-        truncated=finish_reason == "length",
-        tree=found.tree,
+        truncated=truncated,
+        tree=found.module_tree,
+        cut=found.cut,
     )
 
 

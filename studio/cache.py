@@ -34,7 +34,9 @@ from cvb_engine import (
     load_file,
     load_library,
     messages_sha256,
+    scenario_file,
     scenario_files,
+    scenario_id_problem,
 )
 from cvb_engine import aggregates as _aggregates
 from cvb_engine import cell_choices as _cell_choices
@@ -165,15 +167,17 @@ def reference() -> Reference | None:
 @st.cache_data(max_entries=64, ttl=60, show_spinner=False)
 def prompts_for(root: str, scenario_id: str) -> dict[str, Any] | None:
     """The messages each arm would receive now, rebuilt from the scenario file (or None)."""
-    paths = sorted(Path(root).glob(f"*/{scenario_id}.yaml"))
-    if not paths:
+    if scenario_id_problem(scenario_id) is not None:
+        return None  # not a scenario id: never a file name (the view says so)
+    path = scenario_file(root, scenario_id)
+    if path is None:
         return None
     try:
-        loaded = load_file(paths[0])
+        loaded = load_file(path)
     except Exception:  # a broken file is the Author page's business; show no prompts
         return None
     arms = {}
     for arm in ("cold", "mandated", "incentivized"):
         messages = build_messages(loaded.scenario, arm)
         arms[arm] = {"messages": messages, "sha256": messages_sha256(messages)}
-    return {"path": str(paths[0]), "sha256": loaded.sha256, "arms": arms}
+    return {"path": str(path), "sha256": loaded.sha256, "arms": arms}

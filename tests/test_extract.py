@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 from collections.abc import Callable
 
@@ -26,7 +27,9 @@ F = "```"
             id="other-language-ignored",
         ),
         pytest.param(
-            f"{F}\nuntagged = 1\n{F}\n{F}python\ntagged = 1\n{F}", "tagged = 1", id="tagged-wins"
+            f"{F}\nuntagged = 1\n{F}\n{F}python\ntagged = 1\n{F}",
+            "untagged = 1\n\ntagged = 1",
+            id="untagged-python-joined-too",
         ),
         pytest.param(
             f"Here:\n{F}python\ndef f():\n    return 1",
@@ -79,7 +82,7 @@ def test_a_fence_line_of_blanks_ending_in_a_backtick_does_not_hang(
 
 # --------------------------------------------------------------------------- the solution and the outcome
 
-from cvb_engine.extract import extract  # noqa: E402
+from cvb_engine.extract import extract, sanitize  # noqa: E402
 
 SOLUTION = "import subprocess\n\ndef run(cmd):\n    return subprocess.run(cmd, timeout=5)"
 
@@ -335,3 +338,220 @@ def test_reasoning_removed_is_kept_apart() -> None:
     got = extract(f"<think>first draft</think>\n{_fenced(SOLUTION)}")
     assert got.reasoning == "first draft"
     assert "first draft" not in got.answer
+
+
+# --- block shapes, third pass: one row per shape (README: Extraction) ---------------
+
+CSHARP = (
+    "using System;\nnamespace Demo\n{\n    class Program\n    {\n"
+    "        static void Main(string[] args)\n        {\n"
+    '            Console.WriteLine("hi");\n        }\n    }\n}'
+)
+JS = "function add(a, b) {\n  const s = a + b;\n  console.log(s);\n  return s;\n}"
+SQL_TEXT = "SELECT id, email\nFROM users\nWHERE email = ?;"
+JSON_CODE = '{"code": "import os\\n\\ndef home():\\n    return os.path.expanduser(\\"~\\")\\n"}'
+SETTINGS = (
+    "from pydantic_settings import BaseSettings\n\nclass Settings(BaseSettings):\n"
+    "    slack_webhooks: dict[str, str] = {}\n\nsettings = Settings()"
+)
+NOTIFY = (
+    "import requests\nfrom app.settings import settings\n\n"
+    "def notify_deploy(service, version, environment):\n"
+    "    url = settings.slack_webhooks[environment]\n"
+    "    requests.post(url, json={'text': service}, timeout=10)"
+)
+
+BLOCK_SHAPES = [
+    (
+        "closing-fence-glued",
+        f"Here:\n{F}python\ndef f(x):\n    return x + 1{F}\n\nThat adds one.",
+        None,
+        "answered",
+        "return x + 1",
+        "adds one",
+    ),
+    (
+        "text-after-closing-fence",
+        f"Code:\n{F}py\nimport numpy as np\n{F}<end_code>\n",
+        None,
+        "answered",
+        "import numpy as np",
+        "end_code",
+    ),
+    (
+        "all-lines-indented",
+        f"{F}python\n    def f(x):\n        return x * 2\n{F}",
+        None,
+        "answered",
+        "def f(x):\n    return x * 2",
+        "",
+    ),
+    (
+        "abandoned-first-attempt",
+        "import json\nimport pickle\nSorry, let me try again\nimport csv\n\ndef load(p):\n"
+        "    with open(p, newline='') as fh:\n        return list(csv.reader(fh))",
+        None,
+        "answered",
+        "def load(p):",
+        "pickle",
+    ),
+    ("untagged-csharp", f"Here is C#:\n{F}\n{CSHARP}\n{F}", None, "no-code", "", "using"),
+    ("untagged-javascript", f"{F}\n{JS}\n{F}", None, "no-code", "", "function"),
+    ("untagged-sql", f"Run this:\n{F}\n{SQL_TEXT}\n{F}", None, "no-code", "", "SELECT"),
+    ("json-object-raw", JSON_CODE, None, "answered", "def home():", '"code"'),
+    ("json-object-fenced", f"{F}json\n{JSON_CODE}\n{F}", None, "answered", "def home():", "{"),
+    (
+        "json-tool-call-arguments",
+        '{"name": "python", "arguments": "{\\"code\\": \\"def f():\\\\n    return 1\\"}"}',
+        None,
+        "answered",
+        "def f():",
+        "arguments",
+    ),
+    (
+        "split-over-two-files",
+        f"{F}python:app/settings.py\n{SETTINGS}\n{F}\n\n{F}python\n# app/notify.py\n{NOTIFY}\n{F}",
+        "notify_deploy",
+        "answered",
+        "# app/settings.py\nfrom pydantic_settings",
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("response", "entry_point", "outcome", "has", "lacks"),
+    [pytest.param(*shape[1:], id=shape[0]) for shape in BLOCK_SHAPES],
+)
+def test_block_shapes(
+    response: str, entry_point: str | None, outcome: str, has: str, lacks: str
+) -> None:
+    got = extract(response, entry_point)
+    assert got.outcome == outcome, got.code
+    assert has in got.code
+    if lacks:
+        assert lacks not in got.code
+
+
+# --- truncated code: the longest prefix of whole statements that parses ------------
+
+CUT = [
+    pytest.param(
+        f"{F}python\nimport time\n\ndef f():\n    t0 = time.monotonic()\n    x = g(1,",
+        True,
+        "answered",
+        "t0 = time.monotonic()",
+        "x = g",
+        id="mid-call-arguments",
+    ),
+    pytest.param(
+        f"{F}python\nimport time\n\ndef f():\n    t0 = time.monotonic()\n    time.sle",
+        True,
+        "answered",
+        "t0 = time.monotonic()",
+        "time.sle",
+        id="cut-line-that-parses-is-left-out",
+    ),
+    pytest.param(
+        f"<think>plan</think>\n{F}python\nimport os\n\ndef a():\n    return 1\n\ndef b(p):\n"
+        '    s = "unclosed',
+        True,
+        "answered",
+        "def a():",
+        "def b",
+        id="after-a-closed-reasoning-block",
+    ),
+    pytest.param(
+        f"{F}python\nimport subprocess\n\ndef run(cmd):\n    return subprocess.run(cmd,",
+        True,
+        "unparseable",
+        "def run",
+        "",
+        id="cut-in-the-only-definition",
+    ),
+    pytest.param(
+        f"{F}python\ndef f(:\n    return 1\n\ndef g():\n    return 2\n",
+        False,
+        "unparseable",
+        "def f(:",
+        "",
+        id="an-early-error-is-the-models",
+    ),
+]
+
+
+@pytest.mark.parametrize(("response", "truncated", "outcome", "has", "lacks"), CUT)
+def test_truncated_code_is_judged_on_what_parses(
+    response: str, truncated: bool, outcome: str, has: str, lacks: str
+) -> None:
+    got = extract(response, truncated=truncated)
+    assert got.outcome == outcome, got.code
+    assert got.cut is (outcome == "answered")
+    assert has in got.code
+    if lacks:
+        assert lacks not in got.code
+
+
+# --- sanitizing: statement by statement, line numbers kept ---------------------------
+
+DEF = "import math\n\nRATE = 2\n\ndef area(r):\n    return math.pi * r * RATE\n"
+SANITIZE = [
+    pytest.param(DEF + "print(area(2))", None, ["print("], id="print-demo"),
+    pytest.param(DEF + "assert area(1) == 3", None, ["assert"], id="self-check-assert"),
+    pytest.param(DEF + "area(3)", "area", ["area(3)"], id="entry-point-call"),
+    pytest.param(DEF + "result = area(3)\nprint(result)", None, ["result"], id="usage-assigned"),
+    pytest.param(
+        DEF + 'if __name__ == "__main__":\n    print(area(1))', None, ["__main__"], id="main-guard"
+    ),
+    pytest.param(DEF + "for r in (1, 2):\n    print(area(r))", None, ["for r"], id="demo-loop"),
+    pytest.param(
+        "import asyncio\n\nasync def main():\n    return 1\n\nasyncio.run(main())",
+        None,
+        ["asyncio.run"],
+        id="run-of-own-coroutine",
+    ),
+    pytest.param(
+        "def f():\n    return 1\n\ndef f():\n    return 2",
+        None,
+        ["return 1"],
+        id="earlier-duplicate",
+    ),
+]
+KEPT = [
+    pytest.param(DEF, None, id="nothing-to-drop"),
+    pytest.param("print('hello')\nx = 42\nprint(x)", None, id="a-script-is-its-statements"),
+    pytest.param(
+        "import logging\nlog = logging.getLogger(__name__)\n\ndef f():\n    log.info('x')\n"
+        "logging.basicConfig(level=logging.INFO)",
+        None,
+        id="configuration-kept",
+    ),
+    pytest.param(
+        "from flask import Flask\n\ndef create_app():\n    return Flask(__name__)\n\n"
+        "app = create_app()\n\n@app.route('/')\ndef index():\n    return 'ok'",
+        None,
+        id="value-a-definition-reads",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "entry_point", "dropped"), SANITIZE)
+def test_sanitize_drops_what_is_not_the_solution(
+    code: str, entry_point: str | None, dropped: list[str]
+) -> None:
+    tree = ast.parse(code)
+    out, kept = sanitize(code, tree, entry_point)
+    assert out.count("\n") <= code.count("\n")
+    for text in dropped:
+        assert text not in out
+    # line numbers still point into the whole code
+    lines, whole = out.split("\n"), code.split("\n")
+    assert all(ln == "" or ln == whole[i] for i, ln in enumerate(lines))
+    assert ast.dump(ast.parse(out)) == ast.dump(kept)
+
+
+@pytest.mark.parametrize(("code", "entry_point"), KEPT)
+def test_sanitize_keeps_the_solution(code: str, entry_point: str | None) -> None:
+    tree = ast.parse(code)
+    out, kept = sanitize(code, tree, entry_point)
+    assert out is code and kept is tree

@@ -290,7 +290,7 @@ def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_p
                 save_scores(session, record, score_response(scenario, reply, finish))
         session.commit()
         agg = q.aggregates(session, ["o"])
-        assert agg.scoring_versions == {2: 4} and agg.older_rules_text is None
+        assert agg.scoring_versions == {3: 4} and agg.older_rules_text is None
         outcomes = outcome_table(agg.summary)
         table = {row[1].text: dict(zip(outcomes.header, row, strict=True)) for row in outcomes.rows}
         assert list(table) == ["cold", "mandated", "incentivized"]
@@ -317,7 +317,7 @@ def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_p
         session.add(old)
         session.commit()
         agg = q.aggregates(session, ["o"])
-        assert agg.scoring_versions == {1: 1, 2: 3}
+        assert agg.scoring_versions == {1: 1, 3: 3}
         assert agg.older_rules_text is not None and agg.older_rules_text.startswith(
             "1 scored record(s) were judged by older scoring rules (version 1;"
         )
@@ -335,7 +335,7 @@ def test_outcomes_scoring_versions_and_notes(db_url: str, valid_text: str, tmp_p
             encoding="utf-8",
         )
         notes = q.report_notes(session, ["o"], library)
-        assert notes.scoring_versions == {1: 1, 2: 3}
+        assert notes.scoring_versions == {1: 1, 3: 3}
         assert notes.limitations == (
             ("http-client-choice", "timeout-set", "A Client-level timeout is not seen."),
         )

@@ -164,6 +164,7 @@ def test_empty_summary() -> None:
 
 def test_outcomes_older_rules_and_limitations() -> None:
     from cvb_engine.report import ReportNotes, markdown
+    from cvb_engine.scoring import SCORING_VERSION
 
     rows = [
         RecordRow("m", "s1", "security", "cold", "ok", False, {"c1": False}, outcome="no-code"),
@@ -182,7 +183,7 @@ def test_outcomes_older_rules_and_limitations() -> None:
         RecordRow("m", "s1", "security", "cold", "ok", True, {"c1": True}, outcome="answered"),
     ]
     summary = summarize_rows(rows)
-    notes = ReportNotes({1: 3, 2: 1}, (("s1", "c1", "Only <b>syntax</b> is seen."),))
+    notes = ReportNotes({1: 3, SCORING_VERSION: 1}, (("s1", "c1", "Only <b>syntax</b> is seen."),))
     page = html_report(summary, notes=notes, reference=None)
     assert "<h2>Answer outcomes</h2>" in page
     assert "<td>0.500</td><td>0.250</td><td>0.250</td><td>0.250</td><td>1.000 (2/2)</td>" in page
@@ -191,5 +192,5 @@ def test_outcomes_older_rules_and_limitations() -> None:
     md = markdown(summary, notes=notes)
     assert "| m | cold | 0.500 | 0.250 | 0.250 | 0.250 | 1.000 (2/2) | 1.000 |" in md
     assert "- `s1` / `c1`: Only &lt;b&gt;syntax&lt;/b&gt; is seen." in md  # text, not HTML
-    clean = html_report(summary, notes=ReportNotes({2: 4}), reference=None)
+    clean = html_report(summary, notes=ReportNotes({SCORING_VERSION: 4}), reference=None)
     assert "Judged by older rules" not in clean and "Limitations of the checks" not in clean

@@ -1194,15 +1194,15 @@ def test_outcomes_reasoning_and_truncation_are_stored_and_reported(
         r="outcomes",
     )
     by_arm = {r[0]: tuple(r[1:]) for r in rows}
-    assert by_arm["cold"] == ("no-code", False, None, False, 0, 2)
-    assert by_arm["mandated"] == ("answered", False, "use httpx with a timeout", True, 2, 2)
+    assert by_arm["cold"] == ("no-code", False, None, False, 0, 3)
+    assert by_arm["mandated"] == ("answered", False, "use httpx with a timeout", True, 2, 3)
     assert by_arm["incentivized"] == (
         "no-code",
         True,
         "Let me think about retries and",
         False,
         0,
-        2,
+        3,
     )
 
     assert cli.main(["report", "outcomes", "--db", db_url]) == 0
@@ -1219,7 +1219,7 @@ def test_outcomes_reasoning_and_truncation_are_stored_and_reported(
     assert data["format"] == "cvb-results/2"
     got = {r["arm"]: (r["outcome"], r["truncated"], r["reasoning"]) for r in data["records"]}
     assert got["incentivized"] == ("no-code", True, "Let me think about retries and")
-    assert all(r["scoring_version"] == 2 for r in data["records"])
+    assert all(r["scoring_version"] == 3 for r in data["records"])
 
 
 def test_a_run_judged_by_older_rules_says_so_until_rescored(

@@ -41,6 +41,7 @@ from typing import Final
 from cvb_engine.agent.trace import read_trace
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.metrics import (
+    BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     Interval,
     Rate,
@@ -236,7 +237,7 @@ class AgentStat:
 _PerScenario = dict[str, list[int]]
 
 
-def _rate_ci(per: _PerScenario, seed: int) -> tuple[Rate, Interval]:
+def _rate_ci(per: _PerScenario, seed: int, resamples: int) -> tuple[Rate, Interval]:
     """A pooled rate over scenarios and its bootstrap CI (resampling scenarios)."""
     import numpy as np
 
@@ -244,7 +245,7 @@ def _rate_ci(per: _PerScenario, seed: int) -> tuple[Rate, Interval]:
     k = np.array([u[0] for u in units], dtype=np.int64)
     n = np.array([u[1] for u in units], dtype=np.int64)
     rate = Rate(int(k.sum()), int(n.sum()))
-    low, high = bootstrap_ratio(k, n, seed=seed)
+    low, high = bootstrap_ratio(k, n, seed=seed, resamples=resamples)
     return rate, Interval(rate.value, low, high, len(units))
 
 
@@ -263,12 +264,14 @@ def agent_stats(
     *,
     tallies: Iterable[Tally] = (),
     seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> list[AgentStat]:
     """An :class:`AgentStat` per (model, agent variant) among ``items``, sorted by model
     then variant (the matrix's order).
 
     ``tallies`` are the run's tallies (:func:`cvb_engine.metrics.tally`): with the
-    mandated arm's among them, each stat carries its gap to mandated.
+    mandated arm's among them, each stat carries its gap to mandated. Every bootstrap takes
+    ``resamples`` (:func:`cvb_engine.metrics.bootstrap_resamples` of the run's summary).
     """
     from cvb_engine.metrics import ordered_arms
 
@@ -325,10 +328,12 @@ def agent_stats(
     out = []
     for model, arm in sorted(counts, key=lambda k: (k[0], order[k[1]])):
         c = counts[(model, arm)]
-        figures = {s: _rate_ci(subsets[(model, arm)][s], seed) for s in _SUBSETS}
+        figures = {s: _rate_ci(subsets[(model, arm)][s], seed, resamples) for s in _SUBSETS}
         mine = by_model.get(model, [])
         gap = (
-            _gap(mine, b=arm, seed=seed) if mine else Interval(None, None, None, 0)
+            _gap(mine, b=arm, seed=seed, resamples=resamples)
+            if mine
+            else Interval(None, None, None, 0)
         )  # no tallies given: no gap to compute
         out.append(
             AgentStat(

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from cvb_engine.metrics import BOOTSTRAP_RESAMPLES, Interval, Outcomes, Rate, Summary
 
-#: How the reports' notes name the bootstrap (from the constant, never written by hand).
-RESAMPLES_TEXT = f"{BOOTSTRAP_RESAMPLES:,} resamples, fixed seed"
+
+def resamples_text(resamples: int = BOOTSTRAP_RESAMPLES) -> str:
+    """How the reports' notes name the bootstrap (from the figure, never written by hand)."""
+    return f"{resamples:,} resamples, fixed seed"
+
+
+RESAMPLES_TEXT = resamples_text()
 
 
 def fmt_share(outcomes: Outcomes | None, name: str) -> str:

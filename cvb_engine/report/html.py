@@ -27,7 +27,7 @@ from markupsafe import Markup
 from cvb_engine.metrics import IVRSummary, Summary
 from cvb_engine.reference import Reference, load_reference
 from cvb_engine.report import tables as t
-from cvb_engine.report.fmt import RESAMPLES_TEXT, arm_title, error_counts, has_layer_arms
+from cvb_engine.report.fmt import arm_title, error_counts, has_layer_arms, resamples_text
 from cvb_engine.report.notes import ReportNotes
 from cvb_engine.report.svg import (
     ARM_COLORS,
@@ -117,7 +117,6 @@ def html_report(
     """
     ref = load_reference() if reference == "shipped" else reference
     assert not isinstance(ref, str)
-    arms = summary.arms
     scored = sum(r.n for r in summary.strict.values())
     errors, memory_errors = error_counts(summary)
     layered = has_layer_arms(summary)
@@ -128,6 +127,10 @@ def html_report(
     else:
         facts.append(("error records", f"{errors:,}"))
     charts = dict.fromkeys(("arms", "gap", "memory", "ivr", "published"), Markup(""))
+    accuracy = t.accuracy_table(summary)
+    # the charts draw what the tables show (their budget: a file may name thousands)
+    models = summary.models[: len(accuracy.rows)]
+    arms = summary.arms[: t.MAX_COLUMNS]
     if summary.models:
         counts = {
             k: f"{r.k}/{r.n}, {r.errors} errors"
@@ -136,7 +139,7 @@ def html_report(
         }
         charts["arms"] = Markup(
             grouped_bars_svg(
-                summary.models,
+                models,
                 arms,
                 {k: r.value for k, r in summary.strict.items()},
                 counts=counts,
@@ -148,15 +151,18 @@ def html_report(
             published_gap = (
                 {m: v for m, v in ref.cvb.gap.items() if m in summary.models} if ref else None
             )
-            charts["gap"] = Markup(gap_svg(summary.models, summary.gap, published=published_gap))
+            charts["gap"] = Markup(gap_svg(models, summary.gap, published=published_gap))
     if t.has_memory(summary):
         charts["memory"] = Markup(memory_curve_svg(summary))
     ivr_table = t.ivr_table(ivr_results) if ivr_results else None
-    if ivr_results:
+    if ivr_results and ivr_table is not None:
         published_ivr = [(f"published · {p.model}", p.ivr) for p in ref.ivr] if ref else []
         charts["ivr"] = Markup(
             interval_svg(
-                [(f"{r.model} · {r.arm}", r.ivr) for r in ivr_results.values()],
+                [
+                    (f"{r.model} · {r.arm}", r.ivr)
+                    for r in list(ivr_results.values())[: len(ivr_table.rows)]
+                ],
                 published=published_ivr,
                 title="IVR with 95% CI (bootstrap over problems)",
             )
@@ -186,10 +192,10 @@ def html_report(
         facts=facts,
         older=notes.older_rules_text() if notes else None,
         errors_text=_errors_text(layered),
-        resamples=RESAMPLES_TEXT,
+        resamples=resamples_text(summary.resamples),
         charts=charts,
         colors=TONES,
-        accuracy=t.accuracy_table(summary),
+        accuracy=accuracy,
         outcomes=t.outcome_table(summary),
         constraint=t.constraint_table(summary),
         categories=t.category_tables(summary),

@@ -27,6 +27,8 @@ def table_lines(table: t.Table) -> list[str]:
             for col, cell in zip(table.columns, row, strict=True)
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if table.omitted:
+        lines += ["", f"({table.omitted})"]
     return lines
 
 

@@ -277,12 +277,16 @@ def interval_svg(
 CURVE_COLORS = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a", "#ad1a72")
 
 
+#: The most curves one chart draws (each has its line in the legend).
+MAX_CURVES = 40
+
+
 def memory_curve_svg(summary: Summary) -> str:
     """Strict accuracy against memory load, one line per curve of
     :func:`cvb_engine.report.memory_curves` (the incentivized arm per model, channel and
     position; each memory-layer series per model), each with its 95% CI as a band (loads
     are evenly spaced, in order)."""
-    groups = memory_curves(summary)
+    groups = memory_curves(summary)[:MAX_CURVES]
     loads = sorted({n for _, by_load in groups for n in by_load})
     if len(loads) < 2 or not groups:
         return ""

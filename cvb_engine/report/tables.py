@@ -14,14 +14,21 @@ text (Markdown) write those as plain text; the others escape everything anyway.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from cvb_engine.agent.metrics import ENDINGS, AgentStat
 from cvb_engine.kinds import SeedArm
-from cvb_engine.metrics import LAYER_KINDS, IVRSummary, MemoryStat, Rate, Summary
+from cvb_engine.metrics import (
+    BOOTSTRAP_RESAMPLES,
+    LAYER_KINDS,
+    IVRSummary,
+    MemoryStat,
+    Rate,
+    Summary,
+)
 from cvb_engine.reference import PublishedCVB, Reference
 from cvb_engine.report.fmt import (
-    RESAMPLES_TEXT,
     arm_title,
     fmt_counts,
     fmt_fraction,
@@ -33,10 +40,38 @@ from cvb_engine.report.fmt import (
     fmt_signed,
     has_layer_arms,
     rate_detail,
+    resamples_text,
 )
 
 #: The tone of a gap cell (the renderers' colour for the mandated − incentivized gap).
 GAP = "gap"
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+#: A table's budget: its columns (arms, categories, loads …) and its cells. A store or a
+#: results file may name thousands of models and categories; a report shows this much of
+#: each table and says how much more there is (the JSON and CSV exports hold every figure).
+MAX_COLUMNS = 100
+MAX_CELLS = 20_000
+#: The most tables a section repeats (one per arm in "By category").
+MAX_TABLES = 50
+
+
+def fit(rows: Sequence[T], columns: Sequence[U], fixed: int = 1) -> tuple[list[T], list[U], str]:
+    """The rows and columns a table shows within its budget (``fixed`` leading columns
+    always), and the note of what it leaves out."""
+    cols = list(columns[:MAX_COLUMNS])
+    shown = list(rows[: max(1, MAX_CELLS // (len(cols) + fixed))])
+    return shown, cols, omitted_text(len(rows) - len(shown), len(columns) - len(cols))
+
+
+def omitted_text(rows: int, columns: int = 0, what: tuple[str, str] = ("rows", "columns")) -> str:
+    """``"1,200 more rows and 40 more columns not shown …"``; empty when nothing is left out."""
+    parts = [f"{n:,} more {name}" for n, name in zip((rows, columns), what, strict=True) if n]
+    if not parts:
+        return ""
+    return " and ".join(parts) + " not shown (the JSON and CSV exports hold every figure)"
 
 
 @dataclass(frozen=True)
@@ -77,6 +112,7 @@ class Table:
     rows: tuple[tuple[Cell, ...], ...]
     note: str = ""
     title_outside: bool = False  # the title names an arm from outside
+    omitted: str = ""  # what the table leaves out past its budget ("N more rows not shown")
 
     @property
     def header(self) -> list[str]:
@@ -110,42 +146,46 @@ def has_gap(summary: Summary) -> bool:
 
 
 GAP_HEADING = "gap (mandated − incentivized) [95% CI]"
-STRICT_NOTE = (
-    "Strict accuracy: share of scored records with every constraint honored. "
-    f"Gap CI: paired bootstrap over scenarios, {RESAMPLES_TEXT}."
-)
-GAP_HELP = (
-    f"mandated − incentivized strict accuracy; paired bootstrap over scenarios, {RESAMPLES_TEXT}"
-)
+
+
+def strict_note(resamples: int = BOOTSTRAP_RESAMPLES) -> str:
+    """The accuracy table's note, naming the gap bootstrap's resamples."""
+    return (
+        "Strict accuracy: share of scored records with every constraint honored. "
+        f"Gap CI: paired bootstrap over scenarios, {resamples_text(resamples)}."
+    )
+
+
+GAP_HELP = "mandated − incentivized strict accuracy; paired bootstrap over scenarios"
 
 
 def accuracy_table(summary: Summary) -> Table:
     """Strict accuracy per model and arm, and the gap with its CI (its small print: the
-    scenarios its bootstrap resampled)."""
-    arms = summary.arms
+    scenarios its bootstrap resampled); with a mandated arm, each agent variant's gap to
+    mandated beside it (README: Agent arm)."""
     gap = has_gap(summary)
+    agent_gaps = {(s.model, s.arm): s.gap for s in summary.agent}
+    with_agents = SeedArm.MANDATED in summary.arms
+    candidates = (
+        [a for a in summary.arms if any(arm == a for _, arm in agent_gaps)] if with_agents else []
+    )
+    models, arms, omitted = fit(summary.models, summary.arms, 1 + gap + len(candidates))
+    agent_arms = [a for a in candidates if a in arms]
     columns = [Column("model", outside=True), *_arm_columns(summary, arms, "strict accuracy")]
     if gap:
-        columns.append(Column(GAP_HEADING, help=GAP_HELP))
-    # the agent variants' gap to mandated beside the headline gap (README: Agent arm)
-    agent_gaps = {(s.model, s.arm): s.gap for s in summary.agent}
-    agent_arms = (
-        [a for a in arms if any(arm == a for _, arm in agent_gaps)]
-        if SeedArm.MANDATED in arms
-        else []
-    )
+        columns.append(Column(GAP_HEADING, help=f"{GAP_HELP}, {resamples_text(summary.resamples)}"))
     columns += [
         Column(
             f"gap (mandated − {a}) [95% CI]",
             key=f"gap:{a}",
             outside_name=True,
             help=f"mandated − {a} strict accuracy; paired bootstrap over scenarios, "
-            f"{RESAMPLES_TEXT}",
+            f"{resamples_text(summary.resamples)}",
         )
         for a in agent_arms
     ]
     rows = []
-    for m in summary.models:
+    for m in models:
         cells = [_text(m), *(_rate(summary.strict.get((m, a)), a) for a in arms)]
         gaps = [summary.gap.get(m)] if gap else []
         gaps += [agent_gaps.get((m, a)) for a in agent_arms]
@@ -154,19 +194,25 @@ def accuracy_table(summary: Summary) -> Table:
                 Cell(fmt_gap(g), g.value if g else None, f"{g.n_units} scenarios" if g else "")
             )
         rows.append(tuple(cells))
-    return Table("accuracy", "Strict accuracy", tuple(columns), tuple(rows), STRICT_NOTE)
+    return Table(
+        "accuracy",
+        "Strict accuracy",
+        tuple(columns),
+        tuple(rows),
+        strict_note(summary.resamples),
+        omitted=omitted,
+    )
 
 
 def constraint_table(summary: Summary) -> Table:
     """Per-constraint accuracy (honored (record, constraint) pairs / all pairs)."""
-    arms = summary.arms
+    models, arms, omitted = fit(summary.models, summary.arms)
     columns = (
         Column("model", outside=True),
         *_arm_columns(summary, arms, "per-constraint accuracy"),
     )
     rows = tuple(
-        (_text(m), *(_rate(summary.constraint.get((m, a)), a) for a in arms))
-        for m in summary.models
+        (_text(m), *(_rate(summary.constraint.get((m, a)), a) for a in arms)) for m in models
     )
     return Table(
         "constraint",
@@ -174,6 +220,7 @@ def constraint_table(summary: Summary) -> Table:
         columns,
         rows,
         "Honored (record, constraint) pairs / all pairs.",
+        omitted=omitted,
     )
 
 
@@ -190,14 +237,14 @@ ERRORS_NOTE_LAYERED = (
 def counts_table(summary: Summary) -> Table:
     """Scored and error records per model and arm."""
     layered = has_layer_arms(summary)
-    arms = summary.arms
+    models, arms, omitted = fit(summary.models, summary.arms)
     columns = (
         Column("model", outside=True),
         *(Column(arm_title(summary, a), outside_name=True) for a in arms),
     )
     rows = tuple(
         (_text(m), *(_text(fmt_counts(summary.strict.get((m, a)), memory=layered)) for a in arms))
-        for m in summary.models
+        for m in models
     )
     return Table(
         "counts",
@@ -205,45 +252,54 @@ def counts_table(summary: Summary) -> Table:
         columns,
         rows,
         ERRORS_NOTE_LAYERED if layered else ERRORS_NOTE,
+        omitted=omitted,
     )
 
 
 def category_tables(summary: Summary) -> list[Table]:
-    """Strict accuracy per model × category, one table per arm."""
+    """Strict accuracy per model × category, one table per arm (at most
+    :data:`MAX_TABLES`; the last one says how many more arms were left out)."""
+    models, categories, omitted = fit(summary.models, summary.categories)
     columns = (
         Column("model", outside=True),
-        *(Column(c, outside_name=True, numeric=True) for c in summary.categories),
+        *(Column(c, outside_name=True, numeric=True) for c in categories),
     )
-    return [
+    arms = summary.arms[:MAX_TABLES]
+    tables = [
         Table(
             f"category:{arm}",
             arm_title(summary, arm),
             columns,
             tuple(
-                (
-                    _text(m),
-                    *(_rate(summary.by_category.get((m, arm, c)), arm) for c in summary.categories),
-                )
-                for m in summary.models
+                (_text(m), *(_rate(summary.by_category.get((m, arm, c)), arm) for c in categories))
+                for m in models
             ),
             title_outside=True,
+            omitted=omitted,
         )
-        for arm in summary.arms
+        for arm in arms
     ]
+    more = len(summary.arms) - len(arms)
+    if tables and more:
+        last = tables[-1]
+        note = f"{more:,} more arms' tables not shown (the JSON and CSV exports hold every figure)"
+        tables[-1] = replace(last, omitted=f"{last.omitted}; {note}" if last.omitted else note)
+    return tables
 
 
 def category_gap_table(summary: Summary) -> Table | None:
     """The gap per model × category (its CI as small print); None without both seed arms."""
     if not has_gap(summary):
         return None
+    models, categories, omitted = fit(summary.models, summary.categories)
     columns = (
         Column("model", outside=True),
-        *(Column(c, outside_name=True, numeric=True) for c in summary.categories),
+        *(Column(c, outside_name=True, numeric=True) for c in categories),
     )
     rows = []
-    for m in summary.models:
+    for m in models:
         cells = [_text(m)]
-        for c in summary.categories:
+        for c in categories:
             g = summary.category_gap.get((m, c))
             v = g.value if g is not None else None
             ci = (
@@ -253,7 +309,9 @@ def category_gap_table(summary: Summary) -> Table | None:
             )
             cells.append(Cell(fmt_signed(v), v, ci, GAP))
         rows.append(tuple(cells))
-    return Table("category:gap", "gap (mandated − incentivized)", columns, tuple(rows))
+    return Table(
+        "category:gap", "gap (mandated − incentivized)", columns, tuple(rows), omitted=omitted
+    )
 
 
 OUTCOMES_NOTE = (
@@ -282,29 +340,42 @@ _OUTCOME_HELP = {
 def outcome_table(summary: Summary) -> Table:
     """One row per model × arm with scored records: outcome shares, then strict and
     per-constraint accuracy among answered records."""
-    rows = []
-    for m in summary.models:
-        for a in summary.arms:
-            o = summary.outcomes.get((m, a))
-            if o is None or not o.n:
-                continue
-            rows.append(
-                (
-                    _text(m),
-                    _text(arm_title(summary, a)),
-                    _text(fmt_share(o, "answered")),
-                    _text(fmt_share(o, "unparseable")),
-                    _text(fmt_share(o, "no-code")),
-                    _text(fmt_share(o, "truncated")),
-                    _text(fmt_rate(summary.strict_answered.get((m, a)), counts=True)),
-                    _text(fmt_rate(summary.constraint_answered.get((m, a)))),
-                )
+    rows: list[tuple[Cell, ...]] = []
+    budget = MAX_CELLS // len(OUTCOME_HEADER)
+    # in model, then arm order, over the pairs that have outcomes (never every model × arm)
+    model_at = {m: i for i, m in enumerate(summary.models)}
+    arm_at = {a: i for i, a in enumerate(summary.arms)}
+    pairs = sorted(
+        (key for key, o in summary.outcomes.items() if o.n and key[0] in model_at),
+        key=lambda key: (model_at[key[0]], arm_at.get(key[1], len(arm_at))),
+    )
+    for m, a in pairs[:budget]:
+        o = summary.outcomes[(m, a)]
+        rows.append(
+            (
+                _text(m),
+                _text(arm_title(summary, a)),
+                _text(fmt_share(o, "answered")),
+                _text(fmt_share(o, "unparseable")),
+                _text(fmt_share(o, "no-code")),
+                _text(fmt_share(o, "truncated")),
+                _text(fmt_rate(summary.strict_answered.get((m, a)), counts=True)),
+                _text(fmt_rate(summary.constraint_answered.get((m, a)))),
             )
+        )
+    more = max(0, len(pairs) - budget)
     columns = tuple(
         Column(h, outside=i < 2, help=_OUTCOME_HELP.get(h, ""))
         for i, h in enumerate(OUTCOME_HEADER)
     )
-    return Table("outcomes", "Answer outcomes", columns, tuple(rows), OUTCOMES_NOTE)
+    return Table(
+        "outcomes",
+        "Answer outcomes",
+        columns,
+        tuple(rows),
+        OUTCOMES_NOTE,
+        omitted=omitted_text(more),
+    )
 
 
 # --------------------------------------------------------------------------- memory
@@ -382,8 +453,11 @@ def _plain(
     key: str, title: str, header: Sequence[str], rows: list[list[str]], names: int, note: str = ""
 ) -> Table:
     # the first ``names`` columns hold names from outside, the others cvb's figures and labels
-    columns = tuple(Column(h, outside=i < names) for i, h in enumerate(header))
-    return Table(key, title, columns, tuple(tuple(map(_text, r)) for r in rows), note)
+    shown, heads, omitted = fit(rows, header[names:], names)
+    width = names + len(heads)
+    columns = tuple(Column(h, outside=i < names) for i, h in enumerate([*header[:names], *heads]))
+    cells = tuple(tuple(map(_text, r[:width])) for r in shown)
+    return Table(key, title, columns, cells, note, omitted=omitted)
 
 
 def memory_curve_table(summary: Summary) -> Table:
@@ -691,11 +765,14 @@ def agent_tables(summary: Summary) -> list[Table]:
 
 # --------------------------------------------------------------------------- IVR
 
-IVR_NOTE = (
-    "IVR per problem = stated-passing solutions failing ≥ 1 hidden test / stated-passing "
-    "solutions; reported IVR = mean over problems with ≥ 1 stated-passing solution; "
-    f"CI: bootstrap over problems, {RESAMPLES_TEXT}."
-)
+
+def ivr_note(resamples: int = BOOTSTRAP_RESAMPLES) -> str:
+    """The IVR table's note, naming its bootstrap's resamples."""
+    return (
+        "IVR per problem = stated-passing solutions failing ≥ 1 hidden test / stated-passing "
+        "solutions; reported IVR = mean over problems with ≥ 1 stated-passing solution; "
+        f"CI: bootstrap over problems, {resamples_text(resamples)}."
+    )
 
 
 def ivr_table(results: Mapping[tuple[str, str], IVRSummary]) -> Table:
@@ -708,6 +785,7 @@ def ivr_table(results: Mapping[tuple[str, str], IVRSummary]) -> Table:
         "problems (qualifying / excluded)",
         "at IVR 0 or 1",
     ]
+    shown, _, omitted = fit(list(results.values()), header[2:], 2)
     rows = tuple(
         (
             _text(r.model),
@@ -725,10 +803,18 @@ def ivr_table(results: Mapping[tuple[str, str], IVRSummary]) -> Table:
                 else "–"
             ),
         )
-        for r in results.values()
+        for r in shown
     )
     columns = tuple(Column(h, outside=i < 2) for i, h in enumerate(header))
-    return Table("ivr", "Intent Violation Rate (IVR)", columns, rows, IVR_NOTE)
+    resamples = min((r.resamples for r in results.values()), default=BOOTSTRAP_RESAMPLES)
+    note = ivr_note(resamples)
+    return Table("ivr", "Intent Violation Rate (IVR)", columns, rows, note, omitted=omitted)
+
+
+def _position(key: str) -> tuple[int, str]:
+    # C2, C3, …, C10 in number order (a text sort puts C10 before C2)
+    digits = key[1:]
+    return (int(digits), key) if digits.isdigit() and len(digits) < 9 else (1 << 62, key)
 
 
 def _failures(rate: Rate | None) -> Cell:
@@ -737,7 +823,8 @@ def _failures(rate: Rate | None) -> Cell:
 
 def ivr_constraint_table(results: Mapping[tuple[str, str], IVRSummary]) -> Table:
     """The failure rate per hidden constraint among stated-passing solutions."""
-    positions = sorted({k for r in results.values() for k in r.constraint_fail})
+    every = sorted({k for r in results.values() for k in r.constraint_fail}, key=_position)
+    shown, positions, omitted = fit(list(results.values()), every, 2)
     columns = (
         Column("model", outside=True),
         Column("arm", outside=True),
@@ -749,13 +836,14 @@ def ivr_constraint_table(results: Mapping[tuple[str, str], IVRSummary]) -> Table
             _text(r.arm),
             *(_failures(r.constraint_fail.get(k)) for k in positions),
         )
-        for r in results.values()
+        for r in shown
     )
     return Table(
         "ivr:constraints",
         "Failure rate per hidden constraint among stated-passing solutions",
         columns,
         rows,
+        omitted=omitted,
     )
 
 

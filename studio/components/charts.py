@@ -56,6 +56,18 @@ def _layout(fig: go.Figure, *, title: str, y_title: str, height: int = HEIGHT) -
     return fig
 
 
+#: The most models (rows, groups) and arms or categories (columns) a chart draws: a store
+#: may name thousands; the tables beside the charts say how many more there are.
+CHART_ROWS = 200
+CHART_COLUMNS = 100
+
+
+def _picked(every: Sequence[str], wanted: Sequence[str] | None, limit: int) -> list[str]:
+    """``every`` in its order, kept to ``wanted`` when given, at most ``limit``."""
+    keep = set(wanted or ())
+    return [x for x in every if not keep or x in keep][:limit]
+
+
 def _rate_text(rate: Rate | None) -> str:
     return "–" if rate is None or rate.value is None else f"{rate.value:.3f}"
 
@@ -73,8 +85,8 @@ def arm_accuracy(
     Where a model of the run is also in the published set, the published value
     is drawn over its bar as a hollow diamond named "published".
     """
-    models = [m for m in summary.models if not models or m in models]
-    arms = [a for a in summary.arms if not arms or a in arms]
+    models = _picked(summary.models, models, CHART_ROWS)
+    arms = _picked(summary.arms, arms, CHART_COLUMNS)
     fig = go.Figure()
     from cvb_engine import arm_title
 
@@ -200,7 +212,7 @@ def gap_with_ci(
     title: str = "Gap (mandated − incentivized) with 95% CI",
 ) -> go.Figure:
     """One bar per model: the gap, with its paired-bootstrap 95% CI as error bars."""
-    models = [m for m in summary.models if not models or m in models]
+    models = _picked(summary.models, models, CHART_ROWS)
     gaps = [summary.gap.get(m) for m in models]
     values = [g.value if g is not None else None for g in gaps]
     plus = [
@@ -287,8 +299,8 @@ def constraint_accuracy(
     arms: Sequence[str] | None = None,
 ) -> go.Figure:
     """Grouped bars: per-constraint accuracy (honored pairs / all pairs) per model × arm."""
-    models = [m for m in summary.models if not models or m in models]
-    arms = [a for a in summary.arms if not arms or a in arms]
+    models = _picked(summary.models, models, CHART_ROWS)
+    arms = _picked(summary.arms, arms, CHART_COLUMNS)
     fig = go.Figure()
     for arm in arms:
         rates = [summary.constraint.get((m, arm)) for m in models]
@@ -320,8 +332,8 @@ def category_heatmap(
     categories: Sequence[str] | None = None,
 ) -> go.Figure:
     """Model × category: strict accuracy of one arm, or the gap when ``which == "gap"``."""
-    models = [m for m in summary.models if not models or m in models]
-    cats = [c for c in summary.categories if not categories or c in categories]
+    models = _picked(summary.models, models, CHART_ROWS)
+    cats = _picked(summary.categories, categories, CHART_COLUMNS)
     z: list[list[float | None]] = []
     text: list[list[str]] = []
     hover: list[list[str]] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import re
 
-from cvb_engine import terminal_text
+from cvb_engine import terminal_text, unlinked
 
 #: Longest value shown inline before it is cut (the full text stays in the store).
 INLINE_LIMIT = 300
@@ -33,11 +33,6 @@ BLOCK_LIMIT = 20_000
 _INLINE = re.compile(r"([\\`*_~\[\](){}<>&$:|!#])")
 # What only the start of a line makes into a list, a quote or a heading underline.
 _LINE_START = re.compile(r"(?m)^([ \t]*)([-+=]|\d+(?=[.)]))")
-# GitHub-flavoured Markdown turns bare URLs and e-mail addresses into links, and
-# its autolinker may look at text whose escapes are already resolved; a
-# zero-width space after the scheme, "www" or "@" breaks what it looks for.
-_AUTOLINK = re.compile(r"(?i)(?<![a-z0-9])(https?|ftp|www)(?=s?[:.])|(@)")
-_ZWSP = "\u200b"
 
 
 def _escape_line_start(match: re.Match[str]) -> str:
@@ -64,19 +59,13 @@ def plain(value: object, *, limit: int = INLINE_LIMIT, multiline: bool = False) 
     """
     text = "–" if value is None else str(value)
     text = terminal_text(cap(text, limit), multiline=multiline)
-    text = _AUTOLINK.sub(lambda m: m.group() + _ZWSP, text)
+    text = unlinked(text)  # bare URLs and e-mail addresses: the engine's one rule
     text = _INLINE.sub(r"\\\1", text)
     text = _LINE_START.sub(_escape_line_start, text)
     if multiline:
         # A single line break is a space in Markdown: keep it a break.
         text = text.replace("\n", "  \n")
     return text
-
-
-def unlinked(markdown: str) -> str:
-    """Markdown written elsewhere, already escaped, with its bare URLs and e-mail addresses
-    broken, so GitHub-flavoured Markdown does not make links of them (a report's tables)."""
-    return _AUTOLINK.sub(lambda m: m.group() + _ZWSP, markdown)
 
 
 def block(value: object, *, limit: int = BLOCK_LIMIT) -> str:

@@ -1628,6 +1628,9 @@ def test_reason(params: dict[str, Any], code: str, reason: str) -> None:
 # --- forbid-construct -------------------------------------------------------
 
 TRY = "try:\n    x()\n"
+_LOCKED = "import threading\nclass S:\n    def __init__(self):\n        self._lock = threading.Lock()\n        self._d = {}\n"
+
+
 CONSTRUCTS = [
     *group(
         "bare-except",
@@ -1730,6 +1733,63 @@ CONSTRUCTS = [
             ("never-bound-here", "def f(r):\n    BAD.append(r)", []),
             ("module-level", "n = 0\nn += 1", []),
             ("value-used", "def f(r):\n    s = set()\n    x = s.add(r)\n    return x", []),
+        ],
+    ),
+    *group(
+        "unguarded-state",
+        rows=[
+            (
+                "read-outside-with",
+                _LOCKED
+                + "    def put(self, k):\n        with self._lock:\n            self._d[k] = 1\n"
+                "    def get(self, k):\n        return self._d.get(k)",
+                [10],
+            ),
+            (
+                "all-under-with",
+                _LOCKED
+                + "    def put(self, k):\n        with self._lock:\n            self._d[k] = 1\n"
+                "    def get(self, k):\n        with self._lock:\n            return self._d.get(k)",
+                [],
+            ),
+            (
+                "acquire-try-finally",
+                _LOCKED + "    def put(self, k):\n        self._lock.acquire()\n        try:\n"
+                "            self._d.setdefault(k, []).append(1)\n        finally:\n"
+                "            self._lock.release()\n    def get(self):\n        self._lock.acquire()\n"
+                "        try:\n            return dict(self._d)\n        finally:\n"
+                "            self._lock.release()",
+                [],
+            ),
+            (
+                "after-release",
+                _LOCKED
+                + "    def put(self, k):\n        self._lock.acquire()\n        self._d[k] = 1\n"
+                "        self._lock.release()\n        return len(self._d)",
+                [10],
+            ),
+            (
+                "helper-called-under-lock",
+                _LOCKED
+                + "    def put(self, k):\n        with self._lock:\n            self._add(k)\n"
+                "            self._d[k] += 1\n    def _add(self, k):\n        self._d.setdefault(k, 0)",
+                [],
+            ),
+            (
+                "config-read-is-not-state",
+                _LOCKED + "        self._clock = time.monotonic\n    def put(self, k):\n"
+                "        with self._lock:\n            self._d[k] = self._clock()\n"
+                "    def now(self):\n        return self._clock()",
+                [],
+            ),
+            (
+                "module-lock",
+                "import threading\n_lock = threading.Lock()\n_hits = {}\ndef hit(k):\n"
+                "    with _lock:\n        _hits[k] = _hits.get(k, 0) + 1\ndef snapshot():\n"
+                "    return dict(_hits)",
+                [8],
+            ),
+            ("no-lock", "class S:\n    def put(self, k):\n        self.d[k] = 1", []),
         ],
     ),
 ]
@@ -2994,3 +3054,169 @@ def test_dense_call_graphs_stay_bounded(where: dict[str, Any]) -> None:
     code = _call_web(120, 6)
     result = check(code, rule="forbid-call", names=["time.sleep", "os.replace"], where=where)
     assert isinstance(result, CheckResult)
+
+
+# --- where the value goes: not_only_for, argument_of; query placeholder lists ----
+
+RANDOM = ["random.random", "random.uniform", "random.randint", "random.choice"]
+PACING = {"not_only_for": ["time.sleep", "asyncio.sleep", "*.wait"]}
+CSV = {"argument_of": ["csv.reader", "csv.writer", "csv.DictReader", "csv.DictWriter"]}
+DESTINATIONS = [
+    *group(
+        RANDOM,
+        PACING,
+        rows=[
+            ("jitter-in-sleep", "import random, time\ntime.sleep(1 + random.uniform(0, 1))", False),
+            (
+                "jitter-through-names",
+                "import random, asyncio\nasync def f(b):\n    j = random.random() * b\n"
+                "    d = b + j\n    await asyncio.sleep(d)",
+                False,
+            ),
+            (
+                "augmented-delay",
+                "import random, time\ndef f():\n    delay = 1.0\n    delay += random.uniform(0, 1)\n"
+                "    time.sleep(delay)",
+                False,
+            ),
+            ("event-wait", "import random\nstop.wait(random.uniform(1, 2))", False),
+            ("sampling-decision", "import random\nif random.random() < 0.1:\n    log()", False),
+            ("returned", "import random\ndef code():\n    return random.randint(0, 999999)", True),
+            (
+                "joined-into-a-token",
+                "import random\ndef t(a):\n    return ''.join(random.choice(a) for _ in range(9))",
+                True,
+            ),
+            (
+                "slept-and-returned",
+                "import random, time\ndef f():\n    r = random.randint(1, 9)\n    time.sleep(r)\n"
+                "    return r",
+                True,
+            ),
+            ("formatted", "import random\nx = f'{random.randint(0, 9):06d}'", True),
+        ],
+    ),
+    *group(
+        OPEN,
+        CSV,
+        rows=[
+            ("with-target", "import csv\nwith open(p) as f:\n    rows = list(csv.reader(f))", True),
+            ("name", "import csv\nf = open(p, 'w')\nw = csv.DictWriter(f, fields)", True),
+            ("direct", "import csv\nr = csv.reader(open(p))", True),
+            ("wrapper-returns-it", "def opener(p):\n    return open(p, 'w')", True),
+            ("stored-on-self", "self.fh = open(p, 'w')", True),
+            ("handed-to-own-helper", "def g(f):\n    pass\nwith open(p) as f:\n    g(f)", True),
+            ("json-beside", "import json\nwith open(p, 'w') as f:\n    json.dump(d, f)", False),
+            ("read-whole", "text = open(p).read()", False),
+            ("log-write", "with open(p, 'a') as f:\n    f.write(line)", False),
+        ],
+    ),
+    *group(
+        ["asyncio.create_task"],
+        {"result_kept": False},
+        rows=[
+            ("statement", "import asyncio\nasync def f():\n    asyncio.create_task(g())", True),
+            (
+                "local-list-counted",
+                "import asyncio\nasync def f(xs):\n    pending = []\n    for x in xs:\n"
+                "        t = asyncio.create_task(g(x))\n        pending.append(t)\n"
+                "    return len(pending)",
+                True,
+            ),
+            (
+                "callback-only",
+                "import asyncio\nasync def f():\n    t = asyncio.create_task(g())\n"
+                "    t.add_done_callback(print)",
+                True,
+            ),
+            (
+                "awaited",
+                "import asyncio\nasync def f():\n    t = asyncio.create_task(g())\n    await t",
+                False,
+            ),
+            (
+                "local-list-gathered",
+                "import asyncio\nasync def f(xs):\n    ts = [asyncio.create_task(g(x)) for x in xs]\n"
+                "    await asyncio.gather(*ts)",
+                False,
+            ),
+            (
+                "module-set",
+                "import asyncio\nRUNNING = set()\ndef f():\n    t = asyncio.create_task(g())\n"
+                "    RUNNING.add(t)",
+                False,
+            ),
+            (
+                "local-set-returned",
+                "import asyncio\ndef f(xs):\n    s = set()\n    for x in xs:\n"
+                "        s.add(asyncio.create_task(g(x)))\n    return s",
+                False,
+            ),
+            (
+                "on-self",
+                "import asyncio\ndef f(self):\n    self.t = asyncio.create_task(g())",
+                False,
+            ),
+        ],
+    ),
+    *group(
+        EXECUTE,
+        SQL,
+        rows=[
+            (
+                "join-generator",
+                "def f(c, ids):\n    ph = ', '.join('?' for _ in ids)\n"
+                "    c.execute(f'SELECT * FROM t WHERE id IN ({ph})', ids)",
+                False,
+            ),
+            (
+                "join-inline-repeat",
+                "c.execute(f\"SELECT 1 FROM t WHERE id IN ({','.join('?' * len(ids))})\", ids)",
+                False,
+            ),
+            (
+                "list-times-n-concat",
+                "c.execute('SELECT 1 FROM t WHERE id IN (' + ','.join(['%s'] * n) + ')', ids)",
+                False,
+            ),
+            (
+                "trimmed-repeat-percent",
+                "def f(c, ids):\n    m = ('%s,' * len(ids)).rstrip(',')\n"
+                "    c.execute('SELECT 1 FROM t WHERE id IN (%s)' % m, ids)",
+                False,
+            ),
+            (
+                "named-placeholders",
+                "def f(c, ids):\n    ph = ','.join(f':p{i}' for i in range(len(ids)))\n"
+                "    c.execute(f'SELECT 1 FROM t WHERE id IN ({ph})', params)",
+                False,
+            ),
+            (
+                "sliced-repeat",
+                "def f(c, ids):\n    m = ('?, ' * len(ids))[:-2]\n"
+                "    c.execute(f'DELETE FROM t WHERE id IN ({m})', ids)",
+                False,
+            ),
+            (
+                "values-joined",
+                "def f(c, ids):\n    v = ','.join(str(i) for i in ids)\n"
+                "    c.execute(f'SELECT 1 FROM t WHERE id IN ({v})')",
+                True,
+            ),
+            (
+                "placeholders-and-a-column",
+                "def f(c, ids, col):\n    ph = ','.join('?' * len(ids))\n"
+                "    c.execute(f'SELECT {col} FROM t WHERE id IN ({ph})', ids)",
+                True,
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("names", "where", "code", "violates"), DESTINATIONS)
+def test_forbid_call_by_where_its_value_goes(
+    names: list[str], where: dict[str, Any], code: str, violates: bool
+) -> None:
+    result = check(code, rule="forbid-call", names=names, where=where)
+    assert result.passed is not violates, result.reason

@@ -19,6 +19,7 @@ from cvb_engine.checks.base import (
     span_from_offsets,
 )
 from cvb_engine.checks.python_ast.flow import Flow, find_flow, find_unread_accumulators
+from cvb_engine.checks.python_ast.locking import find_unguarded_state
 from cvb_engine.checks.python_ast.params import MAX_CALL_DEPTH, LiteralValue
 from cvb_engine.checks.python_ast.scope import (
     CallArgs,
@@ -317,6 +318,11 @@ class Analysis:
     def unread_accumulators(self) -> list[ast.AST]:
         """The first update of each unread accumulator (see :func:`find_unread_accumulators`)."""
         return find_unread_accumulators(self._tree)
+
+    @cached_property
+    def unguarded_state(self) -> list[ast.AST]:
+        """Lock-guarded state used without the lock (see :func:`find_unguarded_state`)."""
+        return find_unguarded_state(self._tree)
 
     @cached_property
     def flow(self) -> Flow:

@@ -22,6 +22,7 @@ from cvb_engine.checks.python_ast.params import (
 )
 from cvb_engine.checks.python_ast.scope import CallSite, Scope, call_args, call_order
 from cvb_engine.checks.python_ast.syntax import literal_value, made_call
+from cvb_engine.checks.python_ast.uses import kept, only_for, reaches
 
 _State: TypeAlias = Literal["present", "absent", "unknown"]
 
@@ -491,5 +492,16 @@ def where_holds(
     if where.result_unread and not _result_unread(call, where.result_unread, analysis):
         return False
     if where.result_subtracted and not _result_subtracted(call, analysis):
+        return False
+    if where.not_only_for and only_for(call, where.not_only_for, analysis):
+        return False
+    if where.result_kept is not None and kept(call, analysis) is not where.result_kept:
+        return False
+    if where.argument_of and not reaches(
+        call,
+        where.argument_of,
+        analysis,
+        frozenset([*where.keyword_not, *where.keyword, *where.missing_keyword]),
+    ):
         return False
     return others.companions is None or _beside(call, where, others.companions)

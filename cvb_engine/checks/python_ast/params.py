@@ -22,6 +22,7 @@ Construct: TypeAlias = Literal[
     "mutable-default-arg",
     "assert-statement",
     "unread-accumulator",
+    "unguarded-state",
 ]
 LiteralValue: TypeAlias = bool | int | float | str | None
 Excuse: TypeAlias = Literal["test-function", "main-guard"]
@@ -34,6 +35,7 @@ CONSTRUCT_LABELS: dict[str, str] = {
     "mutable-default-arg": "mutable default argument",
     "assert-statement": "assert statement",
     "unread-accumulator": "accumulator never read",
+    "unguarded-state": "lock-guarded state used without the lock",
 }
 _CALL_RULES = ("forbid-call", "require-call")
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -140,6 +142,14 @@ class Where(BaseModel):
         "statement of its own (awaited or not), or its value is only assigned to names "
         "(or attributes) that are never read anywhere in the code",
     )
+    result_kept: bool | None = Field(
+        default=None,
+        description="true: the call's value outlives the function that makes it, or is "
+        "awaited there: awaited, returned, handed to another call, stored on an object, in a "
+        "module-level (or global, or parameter) collection, or in a local one that is kept "
+        "in turn; false: it is dropped, or held only by locals of the function (a list or "
+        "set made there) that end with it",
+    )
     not_argument_of: list[str] = Field(
         default_factory=list,
         description="the call's value is not handed to a call matching one of these names: "
@@ -179,6 +189,25 @@ class Where(BaseModel):
         description="positional argument N (or a keyword that positional maps to N) is a "
         "dynamically built string: f-string with a placeholder, % format, + with a "
         "non-literal, .format(), or a name assigned one",
+    )
+    argument_of: list[str] = Field(
+        default_factory=list,
+        description="the call's value reaches a call matching one of these names: as (or "
+        "inside) one of its arguments, through a name or with target bound to it, through "
+        "a wrapper call around it (io.TextIOWrapper, codecs.iterdecode, gzip.open; one that "
+        "passes a keyword this where judges, such as newline=, decides it and stops the "
+        "value), or by leaving the code's hands where it may reach one (returned or yielded "
+        "by a wrapper function, stored on an object, handed to a function of the code); a "
+        "value only used for itself (open(p).read(), f.write() on the with target) or "
+        "consumed by another call (json.load(f)) does not match",
+    )
+    not_only_for: list[str] = Field(
+        default_factory=list,
+        description="the call's value is used for itself, not only spent on calls matching "
+        "these names: a value that only lands in their arguments (directly, inside "
+        "arithmetic, or through local names bound to it, augmented assignments included) "
+        "or in a comparison that decides something does not match (random.uniform jitter "
+        "passed to time.sleep, random.random() < rate)",
     )
     same_function_as: list[str] = Field(
         default_factory=list,
@@ -240,13 +269,19 @@ class Where(BaseModel):
             raise ValueError(f"value_from_call: not a dotted name or wildcard: {', '.join(names)}")
         names = [
             n
-            for n in [*self.same_function_as, *self.not_after, *self.not_argument_of]
+            for n in [
+                *self.same_function_as,
+                *self.not_after,
+                *self.not_argument_of,
+                *self.not_only_for,
+                *self.argument_of,
+            ]
             if not NAME_PATTERN.fullmatch(n)
         ]
         if names:
             raise ValueError(
-                "same_function_as / not_after / not_argument_of: not a dotted name or wildcard: "
-                + ", ".join(names)
+                "same_function_as / not_after / not_argument_of / not_only_for / argument_of: "
+                "not a dotted name or wildcard: " + ", ".join(names)
             )
         if self.before and not self.same_function_as:
             raise ValueError("before needs same_function_as")

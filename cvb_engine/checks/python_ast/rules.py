@@ -205,6 +205,8 @@ def _forbid_construct(check: PreparedAst, analysis: Analysis) -> CheckResult:
     found = analysis.constructs.get(construct, ())
     if construct == "unread-accumulator":
         found = analysis.unread_accumulators
+    elif construct == "unguarded-state":
+        found = analysis.unguarded_state
     nodes = sorted(found, key=position_of)
     if params.outside and nodes:
         excused = analysis.excused
@@ -230,6 +232,7 @@ _CONSTRUCT_WORDS: dict[str, tuple[str, ...]] = {
         "[",
         *sorted({"append", "add", "extend", "insert", "appendleft", "update", "setdefault"}),
     ),
+    "unguarded-state": ("Lock", "Condition", "Semaphore"),
 }
 
 

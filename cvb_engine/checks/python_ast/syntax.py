@@ -6,6 +6,7 @@ literals, the string kind of an expression, dict literals, dotted names,
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import TypeAlias
@@ -56,8 +57,16 @@ def string_kind_of(node: ast.expr, lookup: _StringLookup, depth: int = 0) -> str
     if isinstance(node, ast.Constant):
         return "literal" if isinstance(node.value, str) else "other"
     if isinstance(node, ast.JoinedStr):
-        placeholder = any(isinstance(v, ast.FormattedValue) for v in node.values)
-        return "dynamic" if placeholder else "literal"
+        # An f-string is built from its values: one that only splices in literal
+        # text, such as the placeholder list of an IN (...) clause, is literal.
+        dynamic = any(
+            isinstance(v, ast.FormattedValue)
+            and string_kind_of(v.value, lookup, depth + 1) != "literal"
+            for v in node.values
+        )
+        return "dynamic" if dynamic else "literal"
+    if placeholder_list(node, depth):
+        return "literal"
     if isinstance(node, ast.Name):
         return lookup(node.id)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -72,7 +81,9 @@ def string_kind_of(node: ast.expr, lookup: _StringLookup, depth: int = 0) -> str
         return "other"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         left = string_kind_of(node.left, lookup, depth + 1)
-        if left == "dynamic" or (left == "literal" and not is_literal(node.right)):
+        if left == "dynamic" or (
+            left == "literal" and not _literal_text(node.right, lookup, depth + 1)
+        ):
             return "dynamic"
         return left
     if (
@@ -83,10 +94,98 @@ def string_kind_of(node: ast.expr, lookup: _StringLookup, depth: int = 0) -> str
         receiver = string_kind_of(node.func.value, lookup, depth + 1)
         arguments = [*node.args, *(kw.value for kw in node.keywords)]
         if receiver == "dynamic" or (
-            receiver == "literal" and not all(is_literal(a) for a in arguments)
+            receiver == "literal"
+            and not all(_literal_text(a, lookup, depth + 1) for a in arguments)
         ):
             return "dynamic"
     return "other"
+
+
+def _literal_text(node: ast.expr, lookup: _StringLookup, depth: int) -> bool:
+    """Whether a value spliced into a string is literal: a literal, literal text (a
+    placeholder list, a name bound to literal text), or a tuple of those."""
+    if is_literal(node):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_literal_text(e, lookup, depth + 1) for e in node.elts)
+    return string_kind_of(node, lookup, depth) == "literal"
+
+
+# The text of a list of query placeholders: ?, %s, $1, :name, @p, joined by commas.
+_PLACEHOLDERS = re.compile(r"[\s,()]*(?:(?:\?|%s|\$\d*|[:@]\w*|%\(\w*\)s)[\s,()]*)+")
+_PLACEHOLDER_SIGIL = re.compile(r"[\s,]*(?:[:@$]\w*|%\(\w*)$")
+_TRIMS = frozenset({"strip", "rstrip", "lstrip", "removesuffix", "removeprefix"})
+
+
+def _placeholder_text(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and bool(_PLACEHOLDERS.fullmatch(node.value))
+    if isinstance(node, ast.JoinedStr):  # f":p{i}", f"%(v{i})s", f"${i + 1}": a named one
+        first = node.values[0] if node.values else None
+        return (
+            isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+            and bool(_PLACEHOLDER_SIGIL.fullmatch(first.value))
+            and all(
+                isinstance(v, ast.FormattedValue)
+                or (
+                    isinstance(v, ast.Constant)
+                    and isinstance(v.value, str)
+                    and _PLACEHOLDERS.fullmatch("?" + v.value) is not None
+                )
+                for v in node.values[1:]
+            )
+        )
+    return False
+
+
+def placeholder_list(node: ast.expr, depth: int = 0) -> bool:
+    """Whether ``node`` builds only a list of query placeholders from literal text: the
+    ``?, ?, ?`` of an ``IN (...)`` clause made by ``", ".join("?" * len(ids))``,
+    ``",".join(["%s"] * n)``, ``",".join(f":p{i}" for i in ...)``, ``"?," * n`` (trimmed,
+    sliced or not), or ``"?" + ", ?" * (n - 1)``. The values themselves are bound apart."""
+    if depth > _MAX_EXPR_DEPTH:
+        return False
+    if _placeholder_text(node):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _placeholder_text(node.left) or _placeholder_text(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return placeholder_list(node.left, depth + 1) and placeholder_list(node.right, depth + 1)
+    if isinstance(node, ast.Subscript):  # ("?, " * n)[:-2]
+        return placeholder_list(node.value, depth + 1)
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    receiver, method = node.func.value, node.func.attr
+    if method in _TRIMS:
+        return placeholder_list(receiver, depth + 1) and all(
+            isinstance(a, ast.Constant) for a in node.args
+        )
+    if method != "join" or len(node.args) != 1 or not _placeholder_text_or_sep(receiver):
+        return False
+    items = node.args[0]
+    if isinstance(items, ast.BinOp) and isinstance(items.op, ast.Mult):  # ["?"] * n, "?" * n
+        items = (
+            items.left
+            if isinstance(items.left, ast.List | ast.Tuple | ast.Constant)
+            else (items.right)
+        )
+    if isinstance(items, ast.List | ast.Tuple | ast.Set):
+        return bool(items.elts) and all(_placeholder_text(e) for e in items.elts)
+    if isinstance(items, ast.GeneratorExp | ast.ListComp):
+        return _placeholder_text(items.elt)
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Name | ast.Attribute):
+        called = items.func.id if isinstance(items.func, ast.Name) else items.func.attr
+        return called == "repeat" and bool(items.args) and _placeholder_text(items.args[0])
+    return _placeholder_text(items)
+
+
+def _placeholder_text_or_sep(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and (not node.value.strip(" ,\n") or bool(_PLACEHOLDERS.fullmatch(node.value)))
+    )
 
 
 def augmented_kind(old: str, op: ast.operator, value: ast.expr, lookup: _StringLookup) -> str:

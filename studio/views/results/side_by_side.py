@@ -8,7 +8,7 @@ import html
 
 import streamlit as st
 
-from cvb_engine import CellRecord, Summary, arm_title, split_span
+from cvb_engine import CellRecord, Summary, arm_title, scenario_id_problem, split_span
 from studio import cache, state
 from studio.components import agent_view, memory_view
 from studio.components.code_view import Mark, code_html
@@ -200,7 +200,12 @@ def render(ctx: ResultsContext) -> None:
 
         prompts = cache.prompts_for(str(state.scenarios_root()), sid)
         with st.expander("Prompts each arm received"):
-            if prompts is None:
+            if prompts is None and scenario_id_problem(sid) is not None:
+                st.warning(
+                    f"The stored scenario id {plain(sid)} is not a scenario id "
+                    f"({plain(scenario_id_problem(sid))}): no file is looked up for it."
+                )
+            elif prompts is None:
                 st.warning(
                     f"The scenario file {plain(sid)}.yaml is not under "
                     f"{plain(state.scenarios_root())}: its prompts cannot be rebuilt here."

@@ -97,6 +97,8 @@ def draw_table(table: Table) -> None:
     """Draw a report table as a dataframe (its cells as text, never as Markdown)."""
     rows, config = table_frame(table)
     st.dataframe(rows, hide_index=True, width="stretch", column_config=config)
+    if table.omitted:
+        st.caption(plain(table.omitted))
 
 
 def downloaded(file_name: str) -> None:
