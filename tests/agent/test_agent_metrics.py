@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cvb_engine.agent.metrics import AgentStat, Episode, agent_stats, episode, episodes
+from cvb_engine.agent.metrics import ENDINGS, AgentStat, Episode, agent_stats, episode, episodes
 from cvb_engine.agent.trace import AgentTrace, ToolCall, WrittenFile
 from cvb_engine.metrics import RecordRow, ordered_arms, summarize_rows, tally
 from cvb_engine.report import html_report, markdown
@@ -303,3 +303,93 @@ def test_an_agent_program_whose_reads_went_unseen_is_in_no_read_figure() -> None
     assert s.read_share == 1.0 and (s.strict.k, s.strict.n) == (1, 2)
     (table, _) = agent_tables(summarize_rows(rows))
     assert dict(zip(READ_HEADER, table.texts()[0], strict=True))["reads not observed"] == "1"
+
+
+def _naive(items: list[Episode]) -> dict[str, tuple[int, int]]:
+    """The same counts, recomputed the plainest way (no per-scenario bookkeeping)."""
+    scored = [e for e in items if e.status == "ok" and e.strict is not None]
+    traced = [e for e in scored if e.traced]
+    seen = [e for e in traced if e.reads_observed]
+
+    def read(e: Episode) -> bool:
+        return any(e.read.get(c, False) for c in e.constraints)
+
+    pairs_read = [(e, c) for e in seen for c in e.constraints if e.read.get(c, False)]
+    pairs_unread = [(e, c) for e in seen for c in e.constraints if not e.read.get(c, False)]
+    return {
+        "strict": (sum(bool(e.strict) for e in scored), len(scored)),
+        "constraint": (
+            sum(h for e in scored for h in e.constraints.values()),
+            sum(len(e.constraints) for e in scored),
+        ),
+        "strict_read": (
+            sum(bool(e.strict) for e in seen if read(e)),
+            sum(read(e) for e in seen),
+        ),
+        "strict_unread": (
+            sum(bool(e.strict) for e in seen if not read(e)),
+            sum(not read(e) for e in seen),
+        ),
+        "constraint_read": (sum(e.constraints[c] for e, c in pairs_read), len(pairs_read)),
+        "constraint_unread": (sum(e.constraints[c] for e, c in pairs_unread), len(pairs_unread)),
+        "steps": (sum(e.steps for e in traced), len(traced)),
+        "refused": (sum(e.refused for e in traced), sum(e.refused > 0 for e in traced)),
+        "preloaded": (sum(e.in_system for e in traced), len(traced)),
+        "errors": (len(items) - len(scored), len(scored) - len(traced)),
+    }
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_episodes_agree_with_a_plain_recount(seed: int) -> None:
+    """Random episodes of every kind (error records, traces missing, reads unobserved,
+    preloaded, partial reads, several scenarios and variants): the figures equal a plain
+    recount, and every interval holds its point."""
+    import random
+
+    rng = random.Random(seed)
+    items = []
+    for _ in range(rng.randint(1, 120)):
+        ids = [f"c{i}" for i in range(rng.randint(1, 4))]
+        honored = {c: rng.random() < 0.6 for c in ids}
+        status = "error" if rng.random() < 0.1 else "ok"
+        items.append(
+            Episode(
+                model="m",
+                arm=rng.choice(["agent", "agent@preload=true"]),
+                scenario_id=f"s{rng.randint(1, 7)}",
+                status=status,
+                strict=None if status == "error" else all(honored.values()),
+                constraints={} if status == "error" else honored,
+                traced=rng.random() < 0.9,
+                read={c: rng.random() < 0.5 for c in [*ids, "stray"]},
+                preloaded=tuple(c for c in ids if rng.random() < 0.3),
+                reads_observed=rng.random() < 0.85,
+                steps=rng.randint(0, 12),
+                refused=rng.choice([0, 0, 1, 3]),
+                ended_by=rng.choice(ENDINGS),
+            )
+        )
+    for s in agent_stats(items):
+        mine = [e for e in items if e.arm == s.arm]
+        expected = _naive(mine)
+        for name in (
+            "strict",
+            "constraint",
+            "strict_read",
+            "strict_unread",
+            "constraint_read",
+            "constraint_unread",
+        ):
+            rate, ci = getattr(s, name), getattr(s, f"{name}_ci")
+            assert (rate.k, rate.n) == expected[name], name
+            if rate.n:
+                assert ci.low is not None and ci.high is not None
+                assert ci.low - 1e-12 <= rate.value <= ci.high + 1e-12
+        assert (s.steps, s.traced) == expected["steps"]
+        assert (s.refused, s.refused_episodes) == expected["refused"]
+        assert s.preloaded == expected["preloaded"][0]
+        assert (s.errors, s.unavailable) == expected["errors"]
+        assert s.read == expected["strict_read"][1]
+        assert s.observed == expected["strict_read"][1] + expected["strict_unread"][1]
+        traced_endings = sum(1 for e in mine if e.traced and e.ended_by)
+        assert sum(s.ended.values()) == traced_endings
