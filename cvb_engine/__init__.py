@@ -76,13 +76,18 @@ if TYPE_CHECKING:
     )
     from cvb_engine.lint import Finding, has_errors, imperative_words, lint_paths, lint_text
     from cvb_engine.memory_layers import LayerError, probe_layer
+    from cvb_engine.memory_notes import MemoryNote, NoteKind, memory_notes
     from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
-    from cvb_engine.memory_trace import Trace, TraceCall, read_trace
+    from cvb_engine.memory_trace import Delivery, Trace, TraceCall, read_delivery, read_trace
     from cvb_engine.metrics import (
         LAYER_KINDS,
+        DeliveryStat,
+        Interval,
         IVRSummary,
+        MemoryStat,
         Rate,
         RecordRow,
+        StaleStat,
         Summary,
         layer_kind,
         summarize,
@@ -125,6 +130,7 @@ if TYPE_CHECKING:
     from cvb_engine.report.html import html_report
     from cvb_engine.report.markdown_report import ivr_markdown
     from cvb_engine.report.markdown_report import markdown as markdown_report
+    from cvb_engine.report.memory_realism import budget_curves, turns_curves
     from cvb_engine.report.notes import ReportNotes
     from cvb_engine.report.svg import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
     from cvb_engine.report.tables import (
@@ -209,6 +215,17 @@ _WHERE: dict[str, str] = {
     "CVB_CATEGORIES": "cvb_engine.scenario",
     "CancelAsked": "cvb_engine.lifecycle",
     "CellChoices": "cvb_engine.queries",
+    "Delivery": "cvb_engine.memory_trace",
+    "DeliveryStat": "cvb_engine.metrics",
+    "Interval": "cvb_engine.metrics",
+    "MemoryNote": "cvb_engine.memory_notes",
+    "NoteKind": "cvb_engine.memory_notes",
+    "StaleStat": "cvb_engine.metrics",
+    "memory_notes": "cvb_engine.memory_notes",
+    "read_delivery": "cvb_engine.memory_trace",
+    "budget_curves": "cvb_engine.report.memory_realism",
+    "turns_curves": "cvb_engine.report.memory_realism",
+    "MemoryStat": "cvb_engine.metrics",
     "CellRecord": "cvb_engine.queries",
     "CheckKind": "cvb_engine.checks",
     "CheckResult": "cvb_engine.checks",
@@ -422,6 +439,8 @@ __all__ = [
     "Column",
     "Comparison",
     "DataVersion",
+    "Delivery",
+    "DeliveryStat",
     "Endpoint",
     "EndpointError",
     "EntryKind",
@@ -430,11 +449,15 @@ __all__ = [
     "FinishedRow",
     "HostPort",
     "IVRSummary",
+    "Interval",
     "Launch",
     "LaunchError",
     "LayerError",
     "LayerParams",
     "LoadedScenario",
+    "MemoryNote",
+    "MemoryStat",
+    "NoteKind",
     "Pool",
     "PoolEntry",
     "PoolError",
@@ -455,6 +478,7 @@ __all__ = [
     "ScenarioError",
     "Scored",
     "Span",
+    "StaleStat",
     "Subject",
     "Summary",
     "Table",
@@ -467,6 +491,7 @@ __all__ = [
     "arm_kind",
     "arm_order",
     "arm_title",
+    "budget_curves",
     "build_messages",
     "cancel_run",
     "canonical_arm",
@@ -531,6 +556,7 @@ __all__ = [
     "markdown_report",
     "markdown_text",
     "memory_curves",
+    "memory_notes",
     "memory_tables",
     "messages_sha256",
     "new_run_id",
@@ -547,6 +573,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_delivery",
     "read_trace",
     "recent_launches",
     "records_csv",
@@ -574,5 +601,6 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "turns_curves",
     "unlinked",
 ]

@@ -26,6 +26,15 @@ E015   error     an IVR problem without stated tests, source or reference
                  solution, or with a constraint that has no ``exec`` check
 E017   error     a CVB scenario with fewer than 2 or more than 4 constraints
                  (README: Authoring scenarios; IVR problems are exempt)
+E024   error     imperative wording in a constraint's ``superseded`` note (the
+                 words E010 refuses: ``stale=`` arms quote it as memory)
+E025   error     a ``superseded`` note that repeats its constraint's text (once
+                 case, punctuation and spacing are set aside, or nearly all its
+                 words), so it states no earlier decision
+E026   error     a ``superseded`` note that does not start with its date
+                 (``YYYY-MM: ``) or is dated at or after the current notes' date
+E027   error/    a CVB constraint without a ``superseded`` note (an error for the
+       warning   shipped set, a warning while authoring)
 =====  ========  ===============================================================
 
 The project-memory pool (``memory/pool.yaml``, README: Memory arms) is not a scenario;
@@ -56,6 +65,7 @@ from pydantic import BaseModel
 
 from cvb_engine.checks import python_ast, regex_check
 from cvb_engine.checks.base import CheckResult, Subject, get_kind
+from cvb_engine.memory_notes import CURRENT_AS_OF, SUPERSEDED_DATE
 from cvb_engine.memory_pool import Pool, PoolError, discover_pools, load_pool
 from cvb_engine.scenario import (
     CANARY,
@@ -228,6 +238,7 @@ def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> lis
                     "as a fact of project memory, not as an order",
                 )
             )
+        findings.extend(_superseded_findings(item, ci))
         samples = constraint.samples
         if not samples.violating or not samples.compliant:
             missing = " and ".join(
@@ -385,9 +396,84 @@ def _sample_findings(item: LoadedScenario, ci: int, deadline: float) -> list[Fin
     return findings
 
 
+def _superseded_findings(item: LoadedScenario, ci: int) -> list[Finding]:
+    """E024–E026 on one constraint's ``superseded`` note, when it has one."""
+    constraint = item.scenario.constraints[ci]
+    note = constraint.superseded
+    if note is None:
+        return []
+    path, line = str(item.path), item.line_of("constraints", ci, "superseded")
+    out = [
+        Finding(
+            path,
+            line,
+            "E024",
+            f"constraint {constraint.id!r}: superseded note has imperative wording {word!r}; "
+            "state the earlier practice as what the team did at the time",
+        )
+        for word in dict.fromkeys(imperative_words(note))
+    ]
+    dated = SUPERSEDED_DATE.match(" ".join(note.split()))
+    if dated is None:
+        out.append(
+            Finding(
+                path,
+                line,
+                "E026",
+                f"constraint {constraint.id!r}: superseded note does not start with its date "
+                "('YYYY-MM: ' or 'YYYY-MM-DD: ')",
+            )
+        )
+    elif dated.group(1)[:7] >= CURRENT_AS_OF:
+        out.append(
+            Finding(
+                path,
+                line,
+                "E026",
+                f"constraint {constraint.id!r}: superseded note dated {dated.group(1)}, not before "
+                f"{CURRENT_AS_OF}, the date the current notes carry beside it",
+            )
+        )
+    body = note[dated.end() - 1 :] if dated else note
+    old, new = _normalised(body), _normalised(constraint.text)
+    old_words, new_words = set(old.split()), set(new.split())
+    overlap = len(old_words & new_words) / max(1, min(len(old_words), len(new_words)))
+    if old == new or overlap >= NEAR_REPEAT:
+        out.append(
+            Finding(
+                path,
+                line,
+                "E025",
+                f"constraint {constraint.id!r}: superseded note repeats the constraint's text; "
+                "it states the decision this one replaced",
+            )
+        )
+    return out
+
+
+#: Share of the shorter text's words that makes a superseded note a repeat of its constraint.
+NEAR_REPEAT = 0.9
+
+
 def lint_set(items: list[LoadedScenario], *, shipped: bool) -> list[Finding]:
-    """Rules across files: duplicate ids (E003) and the per-category count (E012)."""
+    """Rules across files: duplicate ids (E003), the per-category count (E012), and a
+    superseded note on every CVB constraint (E027)."""
     findings: list[Finding] = []
+    for item in items:
+        if item.scenario.category not in CVB_CATEGORIES:
+            continue  # IVR problems state a task's intent, not a decision that replaced another
+        for ci, c in enumerate(item.scenario.constraints):
+            if c.superseded is None:
+                findings.append(
+                    Finding(
+                        str(item.path),
+                        item.line_of("constraints", ci, "id"),
+                        "E027",
+                        f"constraint {c.id!r} has no superseded note (the earlier decision it "
+                        "replaced, dated: 'YYYY-MM: ...'), which stale= arms show",
+                        "error" if shipped else "warning",
+                    )
+                )
     by_id: dict[str, list[LoadedScenario]] = defaultdict(list)
     for item in items:
         by_id[item.scenario.id].append(item)

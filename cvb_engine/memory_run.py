@@ -94,7 +94,9 @@ class LayerRun:
 
         params: Any = self.variant.params
         pool = self.arm_context.pool if params.load else ()
-        entries, self.owner = layer_entries(self.scenarios.values(), params.load, pool)
+        entries, self.owner = layer_entries(
+            self.scenarios.values(), params.load, pool, getattr(params, "stale", None)
+        )
         self.texts = {e.id: _normal(e.text) for e in entries if e.id in self.owner}
         spec = layer_spec(params)
         state = self.state_root / self.namespace

@@ -1,5 +1,9 @@
 """Reading a record's memory trace (``Record.memory_json``) as untrusted data.
 
+A record of an incentivized variant with ``stale=`` or ``budget=`` stores
+another shape there instead, its :class:`Delivery` (read by
+:func:`read_delivery`): which constraints' notes reached the model.
+
 The memory trace is what a memory layer gave one cell of a ``memory`` or
 ``memory-tool`` arm (written by :mod:`cvb_engine.memory_run`)::
 
@@ -26,7 +30,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["LayerInfo", "Trace", "TraceCall", "TraceMessage", "read_trace", "trace_value"]
+__all__ = [
+    "ConstraintDelivery",
+    "Delivery",
+    "LayerInfo",
+    "Trace",
+    "TraceCall",
+    "TraceMessage",
+    "read_delivery",
+    "read_trace",
+    "trace_value",
+]
 
 _STRICT = ConfigDict(strict=True, frozen=True, extra="ignore", allow_inf_nan=False)
 
@@ -128,6 +142,65 @@ def read_trace(text: str | None) -> Trace | None:
         return None
     try:
         return Trace.model_validate_json(text)
+    except (ValidationError, ValueError, RecursionError):
+        return None
+
+
+class ConstraintDelivery(BaseModel):
+    """Whether one constraint's notes reached the model whole (README: Memory realism):
+    ``delivered`` for its current note (False when the memory held only the superseded
+    one, or when the budget cut it), ``superseded_delivered`` for the decision it replaced
+    (None when that note was not in the memory)."""
+
+    model_config = _STRICT
+
+    delivered: bool
+    superseded_delivered: bool | None = None
+
+
+class Delivery(BaseModel):
+    """What an incentivized variant with ``stale=`` or ``budget=`` gave one cell
+    (``Record.memory_json``, written by :func:`cvb_engine.arms.incentivized.memory_of`)::
+
+        {"arm": "incentivized", "channel": "file", "stale": "with" | "only" | null,
+         "budget": 2000 | null, "bytes": 5120, "kept_bytes": 1987, "cut": true,
+         "constraints": {"<constraint id>": {"delivered": false,
+                                             "superseded_delivered": true | false | null}}}
+    """
+
+    model_config = _STRICT
+
+    arm: Literal["incentivized"]
+    channel: str | None = None
+    stale: Literal["with", "only"] | None = None
+    budget: int | None = None
+    bytes: int | None = None
+    kept_bytes: int | None = None
+    cut: bool = False
+    constraints: dict[str, ConstraintDelivery]
+
+    def current_shown(self, constraint_id: str) -> bool:
+        """Whether the memory held the constraint's current note (before any cut): not
+        when ``stale=only`` put its superseded note there instead."""
+        d = self.constraints.get(constraint_id)
+        return d is not None and not (self.stale == "only" and d.superseded_delivered is not None)
+
+    def cut_ids(self) -> list[str]:
+        """The constraints with a note that the memory held and the budget cut."""
+        return [
+            cid
+            for cid, d in self.constraints.items()
+            if (self.current_shown(cid) and not d.delivered) or d.superseded_delivered is False
+        ]
+
+
+def read_delivery(text: str | None) -> Delivery | None:
+    """The delivery record in ``text`` (a record's ``memory_json``), or None when there is
+    none or it does not have that shape (a memory layer's trace, or anything else)."""
+    if text is None or not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return Delivery.model_validate_json(text)
     except (ValidationError, ValueError, RecursionError):
         return None
 

@@ -205,6 +205,67 @@ class MemoryStat:
     gap: Interval
     kind: str = SeedArm.INCENTIVIZED.value
     series: str = SeedArm.INCENTIVIZED.value
+    # the incentivized arm's stale= ("" without) and budget= (None without)
+    stale: str = ""
+    budget: int | None = None
+
+
+@dataclass(frozen=True)
+class StaleStat:
+    """One ``stale=`` variant beside the same variant without it, for one model (README:
+    Memory realism): strict accuracy of each with a bootstrap CI over scenarios, and the
+    drop, strict(base) − strict(stale), with the paired bootstrap of the headline gap."""
+
+    model: str
+    arm: str
+    base: str
+    stale: str
+    strict: Rate
+    strict_ci: Interval
+    base_strict: Rate
+    base_ci: Interval
+    drop: Interval
+
+
+@dataclass(frozen=True)
+class DeliveryStat:
+    """Accuracy split by whether each constraint's current note reached the model whole,
+    for one model × variant with delivery records (``stale=``, ``budget=``; README: Memory
+    realism).
+
+    A pair is one (record, constraint). ``delivered`` pairs had the current note whole in
+    the memory; ``not_delivered`` pairs did not (cut by the budget, or, under
+    ``stale=only``, never in the memory). Honored among delivered pairs measures what the
+    model did with what it got (1 − it is *ignored*); among not delivered pairs, what it
+    did without. ``strict_whole`` / ``strict_cut`` split the records by whether every
+    current note was delivered. CIs: bootstrap over scenarios. ``unavailable`` counts
+    scored records without a readable delivery record, left out.
+    """
+
+    model: str
+    arm: str
+    n: int
+    unavailable: int
+    cut_records: int
+    delivered: Rate
+    delivered_ci: Interval
+    not_delivered: Rate
+    not_delivered_ci: Interval
+    strict_whole: Rate
+    strict_whole_ci: Interval
+    strict_cut: Rate
+    strict_cut_ci: Interval
+
+    @property
+    def delivered_share(self) -> float | None:
+        """The share of pairs whose current note was delivered whole."""
+        total = self.delivered.n + self.not_delivered.n
+        return self.delivered.n / total if total else None
+
+    @property
+    def ignored(self) -> float | None:
+        """The share of delivered pairs not honored."""
+        return None if self.delivered.value is None else 1 - self.delivered.value
 
 
 @dataclass(frozen=True)
@@ -272,6 +333,10 @@ class Summary:
     layers: dict[str, str] = field(default_factory=dict)
     # one per (model, memory-tool variant)
     tool_use: list[ToolUse] = field(default_factory=list)
+    # one per (model, stale= variant whose base variant ran too)
+    stale: list[StaleStat] = field(default_factory=list)
+    # one per (model, variant with delivery records: stale=, budget=)
+    delivery: list[DeliveryStat] = field(default_factory=list)
     # the resamples of every bootstrap of this summary (fewer than BOOTSTRAP_RESAMPLES only
     # past the work budget, :func:`bootstrap_resamples`)
     resamples: int = BOOTSTRAP_RESAMPLES
@@ -512,13 +577,15 @@ def summarize(
         key: _gap(group, seed=seed, resamples=n) for key, group in sorted(per_category.items())
     }
     arms = ordered_arms(t.arm for t in tallies)
-    trace_rows = []
+    kept: list[RecordRow] = []
     agent_episodes = []
     for r in traces:
-        if layer_kind(r.arm) is not None:
-            trace_rows.append(r)
-        elif is_agent_arm(r.arm):
-            agent_episodes.append(episode(r))
+        if is_agent_arm(r.arm):
+            agent_episodes.append(episode(r))  # boiled down: its transcript is not kept
+        else:
+            kept.append(r)
+    trace_rows = [r for r in kept if layer_kind(r.arm) is not None]
+    memory = memory_stats(tallies, models, arms, seed=seed, resamples=n)
     return Summary(
         models=models,
         arms=arms,
@@ -533,9 +600,11 @@ def summarize(
         outcomes=dict(outcomes),
         strict_answered=dict(strict_answered),
         constraint_answered=dict(constraint_answered),
-        memory=memory_stats(tallies, models, arms, seed=seed, resamples=n),
+        memory=memory,
         layers=layer_names(arms, trace_rows),
         tool_use=tool_use(trace_rows, seed=seed, resamples=n),
+        stale=stale_stats(tallies, memory, seed=seed, resamples=n),
+        delivery=delivery_stats(kept, seed=seed, resamples=n),
         resamples=n,
         agent=agent_stats(agent_episodes, tallies=tallies, seed=seed, resamples=n),
     )
@@ -553,6 +622,8 @@ class _MemoryVariant:
     position: str = ""
     channel: str = ""
     turns: int = 0
+    stale: str = ""
+    budget: int | None = None
 
 
 def layer_kind(arm: str) -> str | None:
@@ -580,7 +651,8 @@ def _memory_variant(arm: str) -> _MemoryVariant | None:
     load = int(getattr(params, "load", 0))
     if variant.kind.name in LAYER_KINDS:
         series = ArmVariant(variant.kind, params.model_copy(update={"load": 0})).name
-        return _MemoryVariant(variant.kind.name, series, load)
+        stale = str(getattr(params, "stale", None) or "")
+        return _MemoryVariant(variant.kind.name, series, load, stale=stale)
     return _MemoryVariant(
         SeedArm.INCENTIVIZED.value,
         SeedArm.INCENTIVIZED.value,
@@ -588,6 +660,8 @@ def _memory_variant(arm: str) -> _MemoryVariant | None:
         str(getattr(params, "position", "")),
         str(getattr(params, "channel", "")),
         int(getattr(params, "turns", 0)),
+        str(getattr(params, "stale", None) or ""),
+        getattr(params, "budget", None),
     )
 
 
@@ -638,8 +712,148 @@ def memory_stats(
                     gap=_gap(mandated + rows, b=arm, seed=seed, resamples=resamples),
                     kind=v.kind,
                     series=v.series,
+                    stale=v.stale,
+                    budget=v.budget,
                 )
             )
+    return out
+
+
+def base_arm(arm: str) -> str | None:
+    """The variant ``arm`` names without its ``stale=`` (its canonical name), or None when
+    ``arm`` has no stale setting or does not parse."""
+    from cvb_engine.arms import ArmError, ArmVariant, parse_arm
+
+    try:
+        variant = parse_arm(arm)
+    except ArmError:
+        return None
+    if getattr(variant.params, "stale", None) is None:
+        return None
+    return ArmVariant(variant.kind, variant.params.model_copy(update={"stale": None})).name
+
+
+def stale_stats(
+    tallies: list[Tally],
+    memory: Iterable[MemoryStat],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> list[StaleStat]:
+    """A :class:`StaleStat` per model and ``stale=`` variant whose base variant (the same
+    parameters without ``stale``) ran for that model too."""
+    by_arm = {(m.model, m.arm): m for m in memory}
+    # grouped once: linear in the tallies
+    by_cell: dict[tuple[str, str], list[Tally]] = defaultdict(list)
+    for t in tallies:
+        by_cell[(t.model, t.arm)].append(t)
+    out = []
+    for (model, arm), stat in by_arm.items():
+        base = base_arm(arm)
+        if base is None or (model, base) not in by_arm:
+            continue
+        before = by_arm[(model, base)]
+        pair = by_cell.get((model, base), []) + by_cell.get((model, arm), [])
+        out.append(
+            StaleStat(
+                model=model,
+                arm=arm,
+                base=base,
+                stale=str(getattr(_parsed(arm), "stale", None) or ""),
+                strict=stat.strict,
+                strict_ci=stat.strict_ci,
+                base_strict=before.strict,
+                base_ci=before.strict_ci,
+                drop=_gap(pair, a=base, b=arm, seed=seed, resamples=resamples),
+            )
+        )
+    return out
+
+
+def _parsed(arm: str) -> object:
+    """The parameters of the variant ``arm`` names (None when it does not parse)."""
+    from cvb_engine.arms import ArmError, parse_arm
+
+    try:
+        return parse_arm(arm).params
+    except ArmError:
+        return None
+
+
+def delivery_stats(
+    rows: Iterable[RecordRow],
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> list[DeliveryStat]:
+    """A :class:`DeliveryStat` per (model, arm) over the scored records whose memory is a
+    delivery record (:func:`cvb_engine.memory_trace.read_delivery`)."""
+    import numpy as np
+
+    from cvb_engine.memory_trace import read_delivery
+
+    # (model, arm) -> subset -> scenario -> [k, n]
+    per: dict[tuple[str, str], dict[str, dict[str, list[int]]]] = defaultdict(
+        lambda: {s: defaultdict(lambda: [0, 0]) for s in ("in", "out", "whole", "cut")}
+    )
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for r in rows:
+        if r.status != RecordStatus.OK or r.strict is None or not r.memory:
+            continue
+        if r.arm.partition("@")[0] != SeedArm.INCENTIVIZED:
+            continue
+        key = (r.model, r.arm)
+        delivery = read_delivery(r.memory)
+        if delivery is None:
+            counts[key][1] += 1
+            continue
+        counts[key][0] += 1
+        all_in = True
+        for cid, honored in r.constraints.items():
+            d = delivery.constraints.get(cid)
+            got = d is not None and d.delivered
+            all_in &= got
+            cell = per[key]["in" if got else "out"][r.scenario_id]
+            cell[0] += bool(honored)
+            cell[1] += 1
+        counts[key][2] += not all_in
+        cell = per[key]["whole" if all_in else "cut"][r.scenario_id]
+        cell[0] += bool(r.strict)
+        cell[1] += 1
+
+    def rate_ci(units: dict[str, list[int]]) -> tuple[Rate, Interval]:
+        k = np.array([v[0] for v in units.values()], dtype=np.int64)
+        n = np.array([v[1] for v in units.values()], dtype=np.int64)
+        rate = Rate(int(k.sum()), int(n.sum()))
+        low, high = bootstrap_ratio(k, n, resamples=resamples, seed=seed)
+        return rate, Interval(rate.value, low, high, len(units))
+
+    out = []
+    for key in sorted(counts):
+        if not counts[key][0]:
+            continue
+        subsets = per[key]
+        delivered, delivered_ci = rate_ci(subsets["in"])
+        missed, missed_ci = rate_ci(subsets["out"])
+        whole, whole_ci = rate_ci(subsets["whole"])
+        some_cut, cut_ci = rate_ci(subsets["cut"])
+        out.append(
+            DeliveryStat(
+                model=key[0],
+                arm=key[1],
+                n=counts[key][0],
+                unavailable=counts[key][1],
+                cut_records=counts[key][2],
+                delivered=delivered,
+                delivered_ci=delivered_ci,
+                not_delivered=missed,
+                not_delivered_ci=missed_ci,
+                strict_whole=whole,
+                strict_whole_ci=whole_ci,
+                strict_cut=some_cut,
+                strict_cut_ci=cut_ci,
+            )
+        )
     return out
 
 

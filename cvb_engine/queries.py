@@ -24,7 +24,7 @@ from sqlmodel import Session, col, select
 from cvb_engine.agent.trace import AgentTrace
 from cvb_engine.agent.trace import read_trace as read_agent_trace
 from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
-from cvb_engine.memory_trace import Trace, read_trace
+from cvb_engine.memory_trace import Delivery, Trace, read_delivery, read_trace
 from cvb_engine.metrics import (
     ARM_ORDER,
     Interval,
@@ -466,6 +466,13 @@ class CellRecord:
     # it does not read (agent_unreadable says which)
     agent: AgentTrace | None = None
     agent_unreadable: bool = False
+    # which constraints' notes reached the model whole (incentivized stale=/budget=)
+    delivery: Delivery | None = None
+
+    @property
+    def cut_constraints(self) -> list[str]:
+        """The constraints with a note cut from the memory the model saw (``budget=``)."""
+        return self.delivery.cut_ids() if self.delivery is not None else []
 
     @property
     def memory_failure(self) -> bool:
@@ -624,7 +631,8 @@ def cell_records(
             scoring_version=r.scoring_version,
             error_kind=r.error_kind,
             memory=(trace := read_trace(r.memory_json)),
-            memory_unreadable=bool(r.memory_json) and trace is None,
+            delivery=(delivery := read_delivery(r.memory_json)),
+            memory_unreadable=bool(r.memory_json) and trace is None and delivery is None,
             agent=(episode := read_agent_trace(r.agent_json)),
             agent_unreadable=bool(r.agent_json) and episode is None,
         )

@@ -42,6 +42,7 @@ import json
 import math
 import os
 import tempfile
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -66,7 +67,7 @@ from cvb_engine.metrics import (
     summarize,
     tool_use,
 )
-from cvb_engine.report.export import agent_dict, ivr_dict, tool_use_dict
+from cvb_engine.report.export import agent_dict, ivr_dict, realism_dict, tool_use_dict
 from cvb_engine.results_format import (
     READING,
     RESULTS_FORMAT,
@@ -270,6 +271,9 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
     uses = tool_use(memory_rows)
     layers = layer_names({u.arm for u in uses}, memory_rows) if uses else {}
     agent = _agent_summary(session, run_id)
+    realism = None
+    if any("stale=" in r.arm or "budget=" in r.arm for r in records):
+        realism = realism_dict(db_summary(session, [run_id]))
     results = ResultsFile(
         format=RESULTS_FORMAT,
         prompt_version=run.prompt_version,
@@ -279,6 +283,7 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
         memory_tool=[ToolUseEntry.model_validate(d) for d in tool_use_dict(uses, layers)]
         if uses
         else None,
+        memory_realism=realism,
         agent_summary=[AgentEntry.model_validate(d) for d in agent] if agent else None,
     )
     return results.as_json()
@@ -697,17 +702,74 @@ def db_agent_rows(
         last = record_ids[-1]
 
 
+def db_delivery_rows(
+    session: Session, run_ids: Iterable[str], batch: int = 1000
+) -> list[RecordRow]:
+    """The scored records of incentivized variants that stored a delivery record
+    (``stale=``, ``budget=``), each with its constraints' verdicts, for
+    :func:`cvb_engine.metrics.delivery_stats`; never the response texts."""
+    ids = list(run_ids)
+    if not ids:
+        return []
+    out: list[RecordRow] = []
+    last = 0
+    while True:
+        chunk = session.execute(
+            sa_select(
+                col(Record.id),
+                col(Record.model),
+                col(Record.scenario_id),
+                col(Record.category),
+                col(Record.arm),
+                col(Record.status),
+                col(Record.strict),
+                col(Record.memory_json),
+            )
+            .where(
+                col(Record.run_id).in_(ids),
+                col(Record.arm).startswith("incentivized@"),
+                col(Record.memory_json).is_not(None),
+                col(Record.status) == RecordStatus.OK,
+                col(Record.id) > last,
+            )
+            .order_by(col(Record.id))
+            .limit(batch)
+        ).all()
+        if not chunk:
+            break
+        honored: dict[int, dict[str, bool]] = defaultdict(dict)
+        for rid, cid, ok in session.execute(
+            sa_select(
+                col(ConstraintResult.record_id),
+                col(ConstraintResult.constraint_id),
+                col(ConstraintResult.honored),
+            ).where(col(ConstraintResult.record_id).in_([int(v[0]) for v in chunk]))
+        ).all():
+            honored[int(rid)][cid] = bool(ok)
+        for rid, model, sid, cat, arm, status, strict, memory in chunk:
+            out.append(
+                RecordRow(
+                    model, sid, cat, arm, status, strict, honored.get(int(rid), {}), memory=memory
+                )
+            )
+        last = int(chunk[-1][0])
+    return out
+
+
 def db_trace_rows(session: Session, run_ids: Iterable[str]) -> Iterator[RecordRow]:
     """What :func:`cvb_engine.metrics.summarize` reads traces from: the memory-layer arms'
-    records (:func:`db_memory_rows`), then the agent variants' (:func:`db_agent_rows`)."""
+    records (:func:`db_memory_rows`), the incentivized variants' deliveries
+    (:func:`db_delivery_rows`), then the agent variants' (:func:`db_agent_rows`, in batches)."""
     ids = list(run_ids)
     yield from db_memory_rows(session, ids)
+    yield from db_delivery_rows(session, ids)
     yield from db_agent_rows(session, ids)
 
 
 def db_summary(session: Session, run_ids: Iterable[str], *, seed: int = BOOTSTRAP_SEED) -> Summary:
     """Every metric of the runs ``run_ids``: tallies aggregated in the database, and the
-    memory-layer arms' and agent variants' traces (:func:`db_trace_rows`)."""
+    memory-layer arms', incentivized deliveries' and agent variants' traces
+    (:func:`db_trace_rows`)."""
     ids = list(run_ids)
     tallies, ctallies = db_tallies(session, ids)
     return summarize(tallies, ctallies, seed=seed, traces=db_trace_rows(session, ids))

@@ -396,13 +396,21 @@ class ResultsFile(_Model):
     """Written when the run has IVR problems."""
     memory_tool: list[ToolUseEntry] | None = None
     """Written when the run has memory-tool arms."""
+    memory_realism: dict[str, list[dict[str, Any]]] | None = None
+    """Written when the run has stale= or budget= variants: ``stale`` (strict accuracy with
+    and without the superseded notes, and the drop) and ``delivery`` (honored when a note
+    was delivered and when not), from :func:`cvb_engine.report.memory_realism.realism_dict`;
+    a reader recomputes them from the records (each record's ``memory`` holds its
+    per-constraint ``delivered`` flags)."""
     agent_summary: list[AgentEntry] | None = None
     """Written when the run has agent variants: read versus obeyed per model × variant."""
 
     def as_json(self) -> dict[str, Any]:
         """The file's JSON value; the summaries are left out when the run has none."""
         absent = {
-            name for name in ("ivr", "memory_tool", "agent_summary") if getattr(self, name) is None
+            name
+            for name in ("ivr", "memory_tool", "memory_realism", "agent_summary")
+            if getattr(self, name) is None
         }
         return self.model_dump(mode="json", exclude=absent)
 

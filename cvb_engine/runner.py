@@ -130,6 +130,9 @@ class Matrix:
     prompt_version: str = PROMPT_VERSION
     # sha256 of the memory pool, when a variant draws distractors from it
     memory_pool: str | None = None
+    # sha256 of the scenarios' superseded notes, when a variant shows them (stale=): the
+    # scenario hashes leave the notes out (cvb_engine.scenario.content_sha256)
+    superseded: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -144,6 +147,8 @@ class Matrix:
         }
         if self.memory_pool is not None:  # absent otherwise: older runs keep their hash
             out["memory_pool"] = self.memory_pool
+        if self.superseded is not None:  # likewise
+            out["superseded"] = self.superseded
         return out
 
     @property
@@ -672,7 +677,19 @@ class BenchmarkRun:
             max_tokens=self.o.max_tokens,
             seed=self.o.seed,
             memory_pool=self.pool_sha256(),
+            superseded=self.superseded_sha256(),
         )
+
+    def superseded_sha256(self) -> str | None:
+        """A hash of every scenario's superseded notes when a variant shows them (``stale=``),
+        else None: editing a note then changes the matrix of a run that showed it."""
+        if not any(getattr(parse_arm(a).params, "stale", None) for a in self.arms):
+            return None
+        notes = {
+            sid: {c.id: c.superseded for c in item.scenario.constraints}
+            for sid, item in sorted(self.library.items())
+        }
+        return hashlib.sha256(json.dumps(notes, sort_keys=True).encode()).hexdigest()
 
     def pool_sha256(self) -> str | None:
         """The memory pool's sha256 when a variant draws on it (part of the matrix), else None.
@@ -991,14 +1008,18 @@ class BenchmarkRun:
             )
             for _ in range(n_workers)
         ]
-        messages_cache: dict[tuple[str, str], tuple[list[Message], str]] = {}
+        messages_cache: dict[tuple[str, str], tuple[list[Message], str, str | None]] = {}
         pending = self.cells  # claimed as the workers go (cvb_engine.claims)
 
-        def messages_for(sid: str, arm: str) -> tuple[list[Message], str]:
+        def messages_for(sid: str, arm: str) -> tuple[list[Message], str, str | None]:
             key_ = (sid, arm)
             if key_ not in messages_cache:
-                msgs = build_messages(self.library[sid].scenario, arm, self.arm_context)
-                messages_cache[key_] = (msgs, messages_sha256(msgs))
+                scenario = self.library[sid].scenario
+                msgs = build_messages(scenario, arm, self.arm_context)
+                # what the record keeps of the memory it was given (delivered notes)
+                memory = parse_arm(arm).memory(scenario, self.arm_context)
+                memory_json = None if memory is None else json.dumps(memory, sort_keys=True)
+                messages_cache[key_] = (msgs, messages_sha256(msgs), memory_json)
             return messages_cache[key_]
 
         # The live arms' layers ingest the project's memory before any cell is sent.
@@ -1041,9 +1062,10 @@ class BenchmarkRun:
                 live = answer_tool if layer.variant.kind.name == "memory-tool" else answer_memory
                 result = await live(layer, sid, send)
             else:
-                msgs, digest = messages_for(sid, arm)
+                msgs, digest, memory_json = messages_for(sid, arm)
                 result = await send(msgs)
                 result.messages_sha256 = digest
+                result.memory_json = memory_json
             result.cell = cell
             result.tool_calls = ()
             return result

@@ -192,6 +192,14 @@ class Constraint(BaseModel):
     limitations: str | None = Field(
         default=None, description="what the checks of this constraint cannot judge precisely"
     )
+    # The earlier decision this one replaced, as a dated project note ("2022-06: ..."):
+    # what a memory that was never updated still says (the arms' ``stale=`` parameter).
+    superseded: str | None = Field(
+        default=None,
+        min_length=10,
+        description="the earlier decision this constraint replaced: a dated note, "
+        "'YYYY-MM: the old practice as the team's practice at the time'",
+    )
     reads: Reads = Field(default_factory=Reads)
     applies_when: Literal["shared-mutable-state"] | None = Field(
         default=None,
@@ -591,7 +599,47 @@ def load_text(text_or_bytes: str | bytes, path: str | Path = "<text>") -> Loaded
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(_validation_problems(name, exc, lines, data)) from None
-    return LoadedScenario(scenario, Path(path), hashlib.sha256(raw).hexdigest(), lines)
+    return LoadedScenario(scenario, Path(path), content_sha256(raw, data, lines), lines)
+
+
+def content_sha256(raw: bytes, data: Any, lines: dict[tuple[str | int, ...], int]) -> str:
+    """The scenario's hash: sha256 of the file's bytes without its ``superseded`` notes.
+
+    Records and run matrices keep this hash as provenance, and a run resumes only
+    while its scenarios' hashes are unchanged. The superseded notes were added to
+    the shipped files after runs were stored and change no prompt of a variant
+    without ``stale=``, so their lines are left out: adding or editing one keeps
+    every stored run resumable. A matrix with a ``stale=`` variant adds a hash of
+    the notes instead (``cvb_engine.runner.Matrix``). The lines left out are each
+    note's key line and the lines below it indented deeper (a block or multi-line
+    scalar); a note written any other way (flow style) stays in the hash.
+    """
+    marked = [
+        lines[("constraints", i, "superseded")]
+        for i, c in enumerate(data.get("constraints") or [] if isinstance(data, dict) else [])
+        if isinstance(c, dict) and "superseded" in c and ("constraints", i, "superseded") in lines
+    ]
+    if not marked:
+        return hashlib.sha256(raw).hexdigest()
+    rows = raw.split(b"\n")
+    drop: set[int] = set()
+    for line in marked:
+        first = rows[line - 1]
+        key_indent = len(first) - len(first.lstrip(b" "))
+        if not first.lstrip(b" ").startswith(b"superseded:"):
+            continue  # the key shares its line with something else: keep it all
+        drop.add(line - 1)
+        j = line
+        while j < len(rows):
+            row = rows[j]
+            if row.strip() and len(row) - len(row.lstrip(b" ")) <= key_indent:
+                break
+            j += 1
+        # trailing blank lines belong to what follows, not to the note
+        while j > line and not rows[j - 1].strip():
+            j -= 1
+        drop.update(range(line, j))
+    return hashlib.sha256(b"\n".join(r for k, r in enumerate(rows) if k not in drop)).hexdigest()
 
 
 def _read_bytes(p: Path) -> bytes:

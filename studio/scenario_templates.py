@@ -55,6 +55,11 @@ constraints:
     text: >-
       Since the move to Python 3.11 the project reads TOML with the standard
       library's tomllib; the third-party toml package left the lock file in 2024.
+    # The decision this one replaced, dated (YYYY-MM: first) and stated as what the
+    # team did then: the stale= arms show it beside or instead of the text above.
+    superseded: >-
+      2022-09: Settings files are read with the third-party toml package, pinned in
+      the lock file since the first release.
     checks:
       - kind: regex          # a match of `forbid` is a violation
         forbid: '(?m)^\\s*(import toml\\b|from toml\\b)'
@@ -75,6 +80,9 @@ constraints:
     text: >-
       Settings problems are reported through a module logger created with
       logging.getLogger(__name__); print output is lost under the process supervisor.
+    superseded: >-
+      2022-09: The settings loader reports problems with print(), which shows up in the
+      terminal the loader runs in.
     checks:
       - kind: regex
         forbid: '(?m)^\\s*print\\('
@@ -112,6 +120,9 @@ constraints:
       After a host name containing "; reboot" took down a build agent in 2023,
       our scripts start processes from argument lists; shell=True and os.system
       were removed from the codebase.
+    superseded: >-
+      2022-04: The scripts run commands as formatted strings through os.system or
+      subprocess.run with shell=True, so one line carries pipes and redirections.
     checks:
       - kind: python-ast     # a call to one of `names` where every `where` condition holds
         rule: forbid-call
@@ -134,6 +145,9 @@ constraints:
     text: >-
       Since an unreachable host hung the nightly inventory job for hours, each
       subprocess call in our scripts carries a timeout= argument.
+    superseded: >-
+      2022-04: Subprocess calls in the scripts wait for the child to finish, with no
+      timeout, since the jobs have the whole night to complete.
     checks:
       - kind: python-ast
         rule: forbid-call

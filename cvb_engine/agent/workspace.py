@@ -22,7 +22,7 @@ What it holds (every path relative to the workspace root)::
     place there).
 
 The notes are the incentivized arm's, drawn the same way
-(:func:`cvb_engine.arms.incentivized.memory_notes`): the scenario's constraints
+(:func:`cvb_engine.memory_notes.memory_notes`): the scenario's constraints
 phrased as memory among ``load`` pool distractors at ``position``, each shown as
 ``- Decision n (label): text``. The same scenario and parameters give the same
 bytes (:attr:`Workspace.sha256`). The file to write exists as a stub holding
@@ -41,8 +41,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cvb_engine.agent.trace import ConstraintPlace, RulesFile
-from cvb_engine.arms.incentivized import MEMORY_HEADER, Note, memory_notes, note_line
-from cvb_engine.prompts import task_block
+from cvb_engine.arms.incentivized import MEMORY_HEADER
+from cvb_engine.memory_notes import MemoryNote as Note
+from cvb_engine.memory_notes import memory_notes
+from cvb_engine.prompts import INCENTIVIZED_ITEM, task_block
 from cvb_engine.scenario import Scenario
 
 __all__ = [
@@ -184,6 +186,12 @@ def _places(path: str, text: str, notes: list[tuple[Note, str]]) -> list[Constra
     return places
 
 
+def note_line(n: int, note: Note) -> str:
+    """A note as the memory shows it (``- Decision n (label): text``), as the incentivized
+    arm writes it."""
+    return INCENTIVIZED_ITEM.format(n=n, cid=note.label, text=note.text)
+
+
 def _notes_file(path: str, template: str, notes: list[Note], **fields: Any) -> tuple[str, Any]:
     lines = [(note, note_line(i, note)) for i, note in enumerate(notes, start=1)]
     text = template.format(
@@ -224,7 +232,7 @@ def build_workspace(
             package=PACKAGE, module=module, name=scenario.entry_point or module, body=body
         )
 
-    notes = memory_notes(scenario, load, position, pool)
+    notes = memory_notes(scenario, load=load, position=position, pool=pool)
     rules_files: list[RulesFile] = []
     places: list[ConstraintPlace] = []
 

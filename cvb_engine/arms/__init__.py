@@ -96,6 +96,9 @@ class ArmKind:
     #: a live kind asks a memory layer for each cell while the run sends (memory,
     #: memory-tool): its messages are known only then
     live: bool = False
+    #: what a record of a variant stores about the memory it was given
+    #: (``Record.memory_json``: per constraint whether its note was delivered), or None
+    memory_of: Callable[..., dict[str, Any] | None] | None = None
 
 
 _REGISTRY: dict[str, ArmKind] = {}
@@ -109,6 +112,7 @@ def register_arm(
     description: str,
     uses_pool: Callable[[Any], bool] | None = None,
     live: bool = False,
+    memory_of: Callable[..., dict[str, Any] | None] | None = None,
 ) -> Callable[[Builder], Builder]:
     """Register the decorated function as the message builder of arm kind ``name``."""
     if "@" in name or "," in name or "=" in name:
@@ -116,7 +120,14 @@ def register_arm(
 
     def decorate(fn: Builder) -> Builder:
         _REGISTRY[name] = ArmKind(
-            name, params, version, description, fn, uses_pool or (lambda _p: False), live
+            name,
+            params,
+            version,
+            description,
+            fn,
+            uses_pool or (lambda _p: False),
+            live,
+            memory_of,
         )
         return fn
 
@@ -167,6 +178,15 @@ class ArmVariant:
     @property
     def live(self) -> bool:
         return self.kind.live
+
+    def memory(
+        self, scenario: Scenario, context: ArmContext | None = None
+    ) -> dict[str, Any] | None:
+        """What a record of this variant stores about its memory (``Record.memory_json``),
+        e.g. per constraint whether its note was delivered; None when there is nothing."""
+        if self.kind.memory_of is None:
+            return None
+        return self.kind.memory_of(scenario, self.params, context or ArmContext())
 
     def build(
         self, scenario: Scenario, context: ArmContext | None = None, recall: Any = None

@@ -19,22 +19,42 @@ parameters turn it into the memory arms no other tool measures:
     ``AGENTS.md``), ``history`` (stated in an earlier turn, followed by
     ``turns`` unrelated scripted exchanges before the task).
 
+``stale``
+    ``with``: each constraint's superseded note (the decision it replaced, dated)
+    just before its current note, dated later; ``only``: the superseded note
+    instead of the current one (:mod:`cvb_engine.memory_notes`).
+``budget``
+    Bytes of the memory block (inline, system) or file (``AGENTS.md``) that
+    reach the model: cut at a line boundary, with a marker line
+    (:func:`cvb_engine.memory_notes.cut`). Each record stores, per constraint,
+    whether its note was delivered whole (:func:`memory_of`).
+
 A distractor is shown like a constraint, ``Decision n (slug): text``, with a
 slug made from its own words, so that no id format tells the two apart.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cvb_engine.arms import ArmContext, ArmError, Message, register_arm
+from cvb_engine.memory_notes import (
+    Cut,
+    MemoryNote,
+    Stale,
+    cut,
+    delivery_of,
+    distractors,
+    memory_notes,
+    place,
+    slug,
+)
 from cvb_engine.prompts import INCENTIVIZED, INCENTIVIZED_ITEM, SYSTEM, task_block
 from cvb_engine.scenario import Scenario
+
+__all__ = ["Params", "distractors", "memory_of", "place", "slug"]
 
 MEMORY_HEADER = (
     "Project memory: notes the team keeps about this repository, gathered over earlier work on it."
@@ -92,8 +112,6 @@ EXCHANGES: tuple[tuple[str, str], ...] = (
     ),
 )
 
-_T = TypeVar("_T")
-
 Position = Literal["start", "middle", "end", "spread"]
 Channel = Literal["inline", "system", "file", "history"]
 
@@ -109,129 +127,144 @@ class Params(BaseModel):
     turns: int = Field(
         2, ge=0, le=len(EXCHANGES), description="history channel: unrelated exchanges after it"
     )
+    stale: Stale | None = Field(
+        None,
+        description="the decisions the constraints replaced: beside them (with) or instead (only)",
+    )
+    budget: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="bytes of memory delivered (inline, system, file); the rest is cut",
+    )
+
+    @field_validator("stale", "budget", mode="before")
+    @classmethod
+    def _none(cls, value: object) -> object:
+        # ``stale=none`` / ``budget=none`` name the default, so a sweep can include it
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "") else value
+
+    @model_validator(mode="after")
+    def _budget_channel(self) -> Params:
+        if self.budget is not None and self.channel == "history":
+            raise ValueError(
+                "budget applies to a memory delivered as a block or file "
+                "(channel inline, system or file), not to history"
+            )
+        return self
 
 
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "and",
-        "or",
-        "but",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "it",
-        "its",
-        "this",
-        "that",
-        "with",
-        "by",
-        "from",
-        "as",
-        "after",
-        "before",
-        "our",
-        "we",
-        "they",
-        "their",
+def _notes(scenario: Scenario, params: Params, context: ArmContext) -> list[MemoryNote]:
+    try:
+        return memory_notes(
+            scenario,
+            load=params.load,
+            position=params.position,
+            stale=params.stale,
+            pool=context.pool if params.load else (),
+        )
+    except ValueError as exc:
+        raise ArmError(str(exc)) from None
+
+
+def _render(notes: list[MemoryNote]) -> tuple[str, list[tuple[int, int]]]:
+    """The notes as the prompt lists them, and each note's byte span in that text."""
+    lines = [
+        INCENTIVIZED_ITEM.format(n=i, cid=note.label, text=note.text)
+        for i, note in enumerate(notes, start=1)
     ]
-)
+    spans = []
+    at = 0
+    for line in lines:
+        size = len(line.encode("utf-8"))
+        spans.append((at, at + size))
+        at += size + 1
+    return "\n".join(lines), spans
 
 
-def slug(text: str) -> str:
-    """A note id in the style of constraint ids, from the note's own first words."""
-    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP]
-    return "-".join(words[:4]) or "note"
-
-
-def distractors(scenario_id: str, pool: Sequence[Any], load: int) -> list[Any]:
-    """The first ``load`` pool entries in the scenario's own fixed order."""
-    if load > len(pool):
-        raise ArmError(f"load={load}: the memory pool has only {len(pool)} entries")
-    order = sorted(
-        pool, key=lambda e: hashlib.sha256(f"{scenario_id}\0{e.id}".encode()).hexdigest()
+def _document(params: Params, notes_text: str) -> tuple[str, int]:
+    """The memory text a channel delivers as one block or file, and where the notes
+    start in it (bytes): what ``budget`` cuts."""
+    head = (
+        f"# AGENTS.md\n\n{MEMORY_HEADER}\n\n"
+        if params.channel == "file"
+        else f"{MEMORY_HEADER}\n\n"
     )
-    return order[:load]
+    return head + notes_text, len(head.encode("utf-8"))
 
 
-def place(facts: list[_T], others: list[_T], position: str) -> list[_T]:
-    """``facts`` (the constraints, in order) placed among ``others`` at ``position``."""
-    if position == "start":
-        return facts + others
-    if position == "end":
-        return others + facts
-    if position == "middle":
-        half = len(others) // 2
-        return others[:half] + facts + others[half:]
-    # spread: the others cut into len(facts) + 1 chunks as equal as can be
-    out: list[_T] = []
-    k = len(facts)
-    bounds = [round(i * len(others) / (k + 1)) for i in range(k + 2)]
-    for i in range(k + 1):
-        out += others[bounds[i] : bounds[i + 1]]
-        if i < k:
-            out.append(facts[i])
-    return out
-
-
-class Note(NamedTuple):
-    """One note of the project memory as the memory arms draw it."""
-
-    label: str  # what the note shows in parentheses: a constraint id, or a slug
-    text: str
-    constraint_id: str | None  # the constraint it states; None for a distractor
-
-
-def memory_notes(scenario: Scenario, load: int, position: str, pool: Sequence[Any]) -> list[Note]:
-    """The scenario's constraints among ``load`` distractors at ``position``, in order: the
-    one draw every arm that writes project memory shares (this arm, the agent's rules
-    files), so the same parameters give the same notes."""
-    facts = [Note(c.id, c.text.strip(), c.id) for c in scenario.constraints]
-    others = (
-        [
-            Note(slug(e.text), " ".join(e.text.split()), None)
-            for e in distractors(scenario.id, pool, load)
-        ]
-        if load
-        else []
+def _delivery(
+    scenario: Scenario, params: Params, context: ArmContext
+) -> tuple[str, Cut, dict[str, Any]]:
+    notes = _notes(scenario, params, context)
+    text, spans = _render(notes)
+    document, offset = _document(params, text)
+    result = cut(document, params.budget if params.channel != "history" else None)
+    per = delivery_of(
+        notes,
+        [(a + offset, b + offset) for a, b in spans],
+        result,
+        [c.id for c in scenario.constraints],
     )
-    return place(facts, others, position)
+    info = {
+        "arm": "incentivized",
+        "channel": params.channel,
+        "stale": params.stale,
+        "budget": params.budget,
+        "bytes": result.total,
+        "kept_bytes": result.kept,
+        "cut": result.was_cut,
+        "constraints": per,
+    }
+    return text, result, info
 
 
-def note_line(n: int, note: Note) -> str:
-    """A note as the memory shows it (``- Decision n (label): text``)."""
-    return INCENTIVIZED_ITEM.format(n=n, cid=note.label, text=note.text)
+def memory_of(scenario: Scenario, params: Params, context: ArmContext) -> dict[str, Any] | None:
+    """What a record of this variant stores about its memory (``Record.memory_json``):
+    per constraint whether its current note was delivered whole (``delivered``; False
+    when the memory holds only the superseded note) and whether its superseded note
+    was (``superseded_delivered``; None when it is not in the memory), with the
+    memory's size, what was kept, and whether it was cut. None for a variant without
+    ``stale`` or ``budget`` (its records stay as they were: every note delivered)."""
+    if params.stale is None and params.budget is None:
+        return None
+    return _delivery(scenario, params, context)[2]
 
 
 def notes_of(scenario: Scenario, params: Params, context: ArmContext) -> str:
-    pool = context.pool if params.load else ()
-    notes = memory_notes(scenario, params.load, params.position, pool)
-    return "\n".join(note_line(i, note) for i, note in enumerate(notes, start=1))
+    """The notes as the prompt lists them (before any budget)."""
+    return _render(_notes(scenario, params, context))[0]
 
 
+# The version stays: every variant that existed before stale= and budget= builds the same
+# bytes (tests/test_arm_pins.py), and a new variant's name says what is new.
 @register_arm(
     "incentivized",
     params=Params,
     version="2.0+memory.1",
     description="The constraints as project memory (past decisions), never as orders; with "
-    "load, position and channel, among distractor notes and through other channels.",
+    "load, position and channel, among distractor notes and through other channels; with "
+    "stale, beside or instead of the decisions they replaced; with budget, cut to N bytes.",
     uses_pool=lambda p: p.load > 0,
+    memory_of=memory_of,
 )
 def incentivized(scenario: Scenario, params: Params, context: ArmContext) -> list[Message]:
-    notes = notes_of(scenario, params, context)
     task = task_block(scenario)
     system = {"role": "system", "content": SYSTEM}
+    if params.budget is not None:
+        # a budget cuts the memory as one document: the block (inline, system) or the file
+        _text, result, _info = _delivery(scenario, params, context)
+        if params.channel == "system":
+            content = f"{SYSTEM}\n\n{result.text}"
+            return [{"role": "system", "content": content}, {"role": "user", "content": task}]
+        if params.channel == "file":
+            content = (
+                "The repository's AGENTS.md file, as the team keeps it:\n\n"
+                f"```markdown\n{result.text}\n```\n\n---\n\n{task}"
+            )
+            return [system, {"role": "user", "content": content}]
+        return [system, {"role": "user", "content": f"{result.text}\n\n---\n\n{task}"}]
+    notes = notes_of(scenario, params, context)
     if params.channel == "inline":
         return [
             system,

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cvb_engine.arms import ArmContext, ArmError, Message, register_arm
+from cvb_engine.memory_notes import CURRENT_AS_OF, Stale
 from cvb_engine.prompts import SYSTEM, task_block
 from cvb_engine.scenario import Scenario
 
@@ -93,6 +94,16 @@ class LayerParams(BaseModel):
     load: int = Field(0, ge=0, le=2000, description="distractors from the memory pool")
     k: int = Field(5, ge=1, le=50, description="entries a query asks for")
     timeout: float = Field(30.0, gt=0, le=600, description="seconds a layer call may take")
+    stale: Stale | None = Field(
+        None,
+        description="the decisions the constraints replaced, in the layer beside them (with) "
+        "or instead of them (only)",
+    )
+
+    @field_validator("stale", mode="before")
+    @classmethod
+    def _no_stale(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "") else value
 
     @field_validator("command", "url", "key_env")
     @classmethod
@@ -152,7 +163,7 @@ def entry_id(source: str) -> str:
 
 
 def layer_entries(
-    scenarios: Iterable[Scenario], load: int, pool: Sequence[Any]
+    scenarios: Iterable[Scenario], load: int, pool: Sequence[Any], stale: Stale | None = None
 ) -> tuple[list[Any], dict[str, tuple[str, str]]]:
     """The project memory a layer ingests, and whose each constraint entry is.
 
@@ -160,6 +171,12 @@ def layer_entries(
     order, by id) and a map from a constraint entry's id to its (scenario id,
     constraint id). Distractors are the first ``load`` pool entries in a fixed
     order, so a larger load extends a smaller one.
+
+    ``stale="with"`` adds each constraint's superseded note (dated, as written)
+    beside its current one, which is then dated later, as the incentivized arm
+    shows them; ``stale="only"`` ingests the superseded note instead of the current
+    one. A superseded entry is of the constraint's kind with an opaque id like any
+    other, and is not in the map: a lookup that returns it holds no current decision.
     """
     from cvb_engine.memory_layers import MemoryEntry
 
@@ -170,9 +187,17 @@ def layer_entries(
     for scenario in scenarios:
         kind = KIND_OF_CATEGORY.get(scenario.category, "process")
         for c in scenario.constraints:
+            text = " ".join(c.text.split())
+            if stale is not None and c.superseded:
+                old = " ".join(c.superseded.split())
+                sid = entry_id(f"superseded\0{scenario.id}\0{c.id}")
+                entries.append(MemoryEntry(id=sid, text=old, kind=kind))
+                if stale == "only":
+                    continue
+                text = f"{CURRENT_AS_OF}: {text}"
             eid = entry_id(f"constraint\0{scenario.id}\0{c.id}")
             owner[eid] = (scenario.id, c.id)
-            entries.append(MemoryEntry(id=eid, text=" ".join(c.text.split()), kind=kind))
+            entries.append(MemoryEntry(id=eid, text=text, kind=kind))
     chosen = sorted(pool, key=lambda e: hashlib.sha256(f"layer\0{e.id}".encode()).hexdigest())
     entries += [
         MemoryEntry(id=entry_id(f"pool\0{e.id}"), text=" ".join(e.text.split()), kind=e.kind)

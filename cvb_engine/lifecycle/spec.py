@@ -129,18 +129,47 @@ def counted(n: object, word: str) -> str:
 
 
 def sweep_arms(
-    loads: Sequence[int], positions: Sequence[str], channels: Sequence[str]
+    loads: Sequence[int],
+    positions: Sequence[str],
+    channels: Sequence[str],
+    *,
+    stale: Sequence[str] = (),
+    budgets: Sequence[int | None] = (),
+    turns: Sequence[int] = (),
 ) -> list[str]:
     """The incentivized variants of a memory sweep (what ``--memory-sweep`` expands to);
-    none when no load is chosen. An empty positions or channels list keeps the default."""
-    if not loads:
+    none when no load, stale setting, budget or turns count is chosen. An empty list keeps
+    that parameter's default. ``stale`` takes ``none``, ``with``, ``only``; a budget of None
+    is no budget. A budget applies to the channels that deliver a block or a file, turns to
+    the history channel: each channel gets the axes that apply to it."""
+    if not (loads or stale or budgets or turns):
         return []
-    specs = [f"load={','.join(str(n) for n in loads)}"]
-    if positions:
-        specs.append(f"position={','.join(positions)}")
-    if channels:
-        specs.append(f"channel={','.join(channels)}")
-    return expand_sweep(specs)
+    # without a budget or turns every channel takes the same axes: one sweep, as before
+    groups: list[list[str]] = [list(channels)]
+    if budgets or turns:
+        groups = [[c for c in channels if c != "history"], ["history"]]
+        if not channels:
+            # turns alone sweep the history channel; a budget, the default channel
+            groups = ([[]] if budgets else []) + ([["history"]] if turns else [])
+        elif "history" not in channels:
+            groups = groups[:1]
+        elif not groups[0]:
+            groups = groups[1:]
+    names: list[str] = []
+    for group in groups:
+        specs = [f"load={','.join(str(n) for n in loads)}"] if loads else []
+        if positions:
+            specs.append(f"position={','.join(positions)}")
+        if group:
+            specs.append(f"channel={','.join(group)}")
+        if stale:
+            specs.append(f"stale={','.join(stale)}")
+        if budgets and group != ["history"]:
+            specs.append(f"budget={','.join('none' if b is None else str(b) for b in budgets)}")
+        if turns and group == ["history"]:
+            specs.append(f"turns={','.join(str(t) for t in turns)}")
+        names += expand_sweep(specs) if specs else ["incentivized"]
+    return list(dict.fromkeys(names))
 
 
 def preview_launch(spec: RunOptions, library: dict[str, LoadedScenario]) -> Preview:

@@ -24,6 +24,7 @@ _WHERE: dict[str, str] = {
     "ivr_dict": "export",
     "tool_use_dict": "export",
     "agent_dict": "export",
+    "realism_dict": "export",
     "arm_title": "fmt",
     "error_counts": "fmt",
     "fmt_gap": "fmt",
@@ -53,6 +54,13 @@ _WHERE: dict[str, str] = {
     "memory_position_table": "tables",
     "memory_tables": "tables",
     "tool_use_table": "tables",
+    "realism_tables": "tables",
+    "stale_table": "tables",
+    "delivery_table": "tables",
+    "budget_table": "tables",
+    "turns_table": "tables",
+    "budget_curves": "memory_realism",
+    "turns_curves": "memory_realism",
 }
 
 __all__ = sorted(_WHERE)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from cvb_engine.agent.metrics import ENDINGS, AgentStat
-from cvb_engine.metrics import Interval, IVRSummary, Rate, ToolUse
+from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary, ToolUse
 from cvb_engine.safe_text import write_csv
 
 CSV_FIELDS = (
@@ -122,7 +122,7 @@ def _agent_rate(rate: Rate, ci: Interval) -> dict[str, Any]:
 
 
 def agent_dict(stats: Iterable[AgentStat]) -> list[dict[str, Any]]:
-    """The read-versus-obeyed figures for the results file (``agent``), one per model ×
+    """The read-versus-obeyed figures for the results file (``agent_summary``), one per model ×
     agent variant (a reader recomputes them from the records)."""
     return [
         {
@@ -161,3 +161,43 @@ def agent_dict(stats: Iterable[AgentStat]) -> list[dict[str, Any]]:
         }
         for s in stats
     ]
+
+
+def realism_dict(summary: Summary) -> dict[str, list[dict[str, Any]]]:
+    """The memory-realism figures for the results file (``memory_realism``): the stale drops
+    and the delivery split, numbers not text."""
+
+    def interval(ci: Interval) -> dict[str, Any]:
+        return {"value": ci.value, "low": ci.low, "high": ci.high, "units": ci.n_units}
+
+    def rate(r: Rate, ci: Interval) -> dict[str, Any]:
+        return {"k": r.k, "n": r.n, **interval(ci)}
+
+    return {
+        "stale": [
+            {
+                "model": s.model,
+                "arm": s.arm,
+                "base": s.base,
+                "stale": s.stale,
+                "strict": rate(s.strict, s.strict_ci),
+                "base_strict": rate(s.base_strict, s.base_ci),
+                "drop": interval(s.drop),
+            }
+            for s in summary.stale
+        ],
+        "delivery": [
+            {
+                "model": d.model,
+                "arm": d.arm,
+                "records": d.n,
+                "unavailable": d.unavailable,
+                "records_cut": d.cut_records,
+                "honored_delivered": rate(d.delivered, d.delivered_ci),
+                "honored_not_delivered": rate(d.not_delivered, d.not_delivered_ci),
+                "strict_all_delivered": rate(d.strict_whole, d.strict_whole_ci),
+                "strict_some_not_delivered": rate(d.strict_cut, d.strict_cut_ci),
+            }
+            for d in summary.delivery
+        ],
+    }

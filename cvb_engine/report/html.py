@@ -37,6 +37,7 @@ from cvb_engine.report.svg import (
     grouped_bars_svg,
     interval_svg,
     memory_curve_svg,
+    realism_svg,
 )
 from cvb_engine.safe_text import terminal_text
 
@@ -153,7 +154,7 @@ def html_report(
             )
             charts["gap"] = Markup(gap_svg(models, summary.gap, published=published_gap))
     if t.has_memory(summary):
-        charts["memory"] = Markup(memory_curve_svg(summary))
+        charts["memory"] = Markup(memory_curve_svg(summary) + realism_svg(summary))
     ivr_table = t.ivr_table(ivr_results) if ivr_results else None
     if ivr_results and ivr_table is not None:
         published_ivr = [(f"published · {p.model}", p.ivr) for p in ref.ivr] if ref else []

@@ -11,8 +11,9 @@ import html
 from collections.abc import Mapping, Sequence
 
 from cvb_engine.kinds import SeedArm
-from cvb_engine.metrics import Interval, Summary
+from cvb_engine.metrics import Interval, MemoryStat, Summary
 from cvb_engine.report.fmt import fmt_gap, fmt_interval, fmt_signed
+from cvb_engine.report.memory_realism import budget_curves, turns_curves
 from cvb_engine.report.tables import memory_curves
 from cvb_engine.safe_text import terminal_text
 
@@ -351,3 +352,86 @@ def memory_curve_svg(summary: Summary) -> str:
         )
     out.append("</svg>")
     return "".join(out)
+
+
+def curve_svg(
+    curves: Sequence[tuple[str, Mapping[int | None, MemoryStat]]], *, title: str, x_name: str
+) -> str:
+    """Strict accuracy against ``x_name`` (a delivery budget, a number of turns) as a line
+    chart, one line per curve with its 95% CI as a band; the x values evenly spaced in
+    order, None (no budget) last. Empty when there are fewer than two x values."""
+    xs: list[int | None] = [*sorted({x for _, by in curves for x in by if x is not None})]
+    if any(None in by for _, by in curves):
+        xs.append(None)
+    if len(xs) < 2 or not curves:
+        return ""
+    left, top, plot_w, plot_h, legend_h = 60, 40, 520, 260, 18
+    width, height = left + plot_w + 30, top + plot_h + 50 + legend_h * len(curves)
+
+    def sx(x: int | None) -> float:
+        return left + plot_w * xs.index(x) / (len(xs) - 1)
+
+    def sy(v: float) -> float:
+        return top + plot_h * (1 - max(0.0, min(1.0, v)))
+
+    def name(x: int | None) -> str:
+        return "none" if x is None else f"{x:,}"
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="{_e(title)}" font-family="{FONT}">',
+        f'<text x="0" y="16" font-size="14" font-weight="600" fill="{INK}">{_e(title)}</text>',
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(tick):.1f}" y2="{sy(tick):.1f}" '
+            f'stroke="{GRID}"/><text x="{left - 8}" y="{sy(tick) + 4:.1f}" font-size="11" '
+            f'text-anchor="end" fill="{MUTED}">{tick:.2f}</text>'
+        )
+    for x in xs:
+        out.append(
+            f'<text x="{sx(x):.1f}" y="{top + plot_h + 18}" font-size="11" '
+            f'text-anchor="middle" fill="{MUTED}">{_e(name(x))}</text>'
+        )
+    for i, (label, by) in enumerate(curves):
+        color = CURVE_COLORS[i % len(CURVE_COLORS)]
+        points = [(x, by[x]) for x in xs if x in by and by[x].strict.value is not None]
+        band = [(x, s) for x, s in points if s.strict_ci.low is not None]
+        if len(band) > 1:
+            upper = " ".join(f"{sx(x):.1f},{sy(s.strict_ci.high or 0):.1f}" for x, s in band)
+            lower = " ".join(
+                f"{sx(x):.1f},{sy(s.strict_ci.low or 0):.1f}" for x, s in reversed(band)
+            )
+            out.append(f'<polygon points="{upper} {lower}" fill="{color}" fill-opacity="0.15"/>')
+        line = " ".join(f"{sx(x):.1f},{sy(s.strict.value or 0):.1f}" for x, s in points)
+        out.append(
+            f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2" '
+            f'data-curve="{_e(label)}"/>'
+        )
+        for x, s in points:
+            out.append(
+                f'<circle cx="{sx(x):.1f}" cy="{sy(s.strict.value or 0):.1f}" r="3.5" '
+                f'fill="{color}"><title>{_e(label)}, {x_name} {_e(name(x))}: '
+                f"{_e(fmt_interval(s.strict_ci))}</title></circle>"
+            )
+        ly = top + plot_h + 40 + legend_h * i
+        out.append(
+            f'<rect x="{left}" y="{ly - 9}" width="14" height="4" fill="{color}"/>'
+            f'<text x="{left + 20}" y="{ly - 4}" font-size="12" fill="{INK}">{_e(label)}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def realism_svg(summary: Summary) -> str:
+    """The memory-realism curves (README: Memory realism): strict accuracy against the
+    delivery budget and against the unrelated exchanges since the memory."""
+    return curve_svg(
+        budget_curves(summary),
+        title="Strict accuracy against the delivery budget in bytes (95% CI bands)",
+        x_name="budget",
+    ) + curve_svg(
+        turns_curves(summary),
+        title="Strict accuracy against unrelated exchanges since the memory (95% CI bands)",
+        x_name="turns",
+    )

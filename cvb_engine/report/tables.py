@@ -22,12 +22,16 @@ from cvb_engine.kinds import SeedArm
 from cvb_engine.metrics import (
     BOOTSTRAP_RESAMPLES,
     LAYER_KINDS,
+    DeliveryStat,
+    Interval,
     IVRSummary,
     MemoryStat,
     Rate,
+    StaleStat,
     Summary,
 )
 from cvb_engine.reference import PublishedCVB, Reference
+from cvb_engine.report import memory_realism as mr
 from cvb_engine.report.fmt import (
     arm_title,
     fmt_counts,
@@ -402,7 +406,12 @@ TOOL_USE_NOTE = (
 
 def _incentivized(summary: Summary) -> list[MemoryStat]:
     """The incentivized arm's stats, none when no incentivized variant beyond the seed ran."""
-    stats = [m for m in summary.memory if m.kind == SeedArm.INCENTIVIZED]
+    # stale= and budget= variants have tables of their own (cvb_engine.report.memory_realism)
+    stats = [
+        m
+        for m in summary.memory
+        if m.kind == SeedArm.INCENTIVIZED and not m.stale and m.budget is None
+    ]
     return stats if any(m.arm != SeedArm.INCENTIVIZED for m in stats) else []
 
 
@@ -608,6 +617,7 @@ def memory_tables(summary: Summary) -> list[Table]:
         memory_position_table(summary),
         memory_channel_table(summary),
         tool_use_table(summary),
+        *realism_tables(summary),
     ]
     return [t for t in tables if t.rows]
 
@@ -760,6 +770,157 @@ def agent_tables(summary: Summary) -> list[Table]:
             2,
             EPISODES_NOTE,
         ),
+    ]
+
+
+# --------------------------------------------------------------------------- memory realism
+# (README: Memory realism) the stale drop, delivered versus not, the budget and turns curves
+
+
+def _fmt(ci: Interval) -> str:
+    return fmt_interval(ci)
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def stale_table(summary: Summary) -> Table:
+    """Per model and base variant: strict accuracy without stale, with ``stale=with`` and
+    with ``stale=only`` (each [95% CI]), and each drop [95% CI]."""
+    header = ["model", "arm", "without stale", "stale=with", "drop", "stale=only", "drop"]
+    cells: dict[tuple[str, str], dict[str, StaleStat]] = {}
+    for stat in summary.stale:
+        cells.setdefault((stat.model, stat.base), {})[stat.stale] = stat
+    rows = []
+    for (model, base), by in sorted(cells.items()):
+        first = next(iter(by.values()))
+        row = [model, base, _fmt(first.base_ci)]
+        for setting in ("with", "only"):
+            got = by.get(setting)
+            row += [_fmt(got.strict_ci), fmt_gap(got.drop)] if got else ["–", "–"]
+        rows.append(row)
+    return _plain(
+        "memory:stale",
+        "Outdated notes: strict accuracy [95% CI] with the superseded decisions, and the drop",
+        header,
+        rows,
+        2,
+        mr.STALE_NOTE,
+    )
+
+
+def delivery_table(summary: Summary) -> Table:
+    """Per model × variant with delivery records: delivered versus not delivered."""
+    return _plain(
+        "memory:delivery",
+        "Delivered versus not delivered (per-constraint honored rate [95% CI])",
+        mr.DELIVERY_HEADER,
+        [_delivery_row(d) for d in summary.delivery],
+        2,
+        mr.DELIVERY_NOTE,
+    )
+
+
+def _delivery_row(d: DeliveryStat) -> list[str]:
+    return [
+        d.model,
+        d.arm,
+        f"{d.n}" + (f" (+{d.unavailable} unreadable)" if d.unavailable else ""),
+        str(d.cut_records),
+        _share(d.delivered_share),
+        fmt_rate_ci(d.delivered, d.delivered_ci),
+        fmt_rate_ci(d.not_delivered, d.not_delivered_ci),
+        "–" if d.ignored is None else f"{d.ignored:.3f}",
+        fmt_rate_ci(d.strict_whole, d.strict_whole_ci),
+        fmt_rate_ci(d.strict_cut, d.strict_cut_ci),
+    ]
+
+
+def budget_table(summary: Summary) -> Table:
+    """Strict accuracy against the delivery budget: one row per model, channel, load,
+    position and stale setting, one column per budget (and one without)."""
+    groups = mr.budget_groups(summary)
+    budgets = sorted({b for by in groups.values() for b in by if b is not None})
+    unlimited = any(None in by for by in groups.values())
+    header = [
+        "model",
+        "channel",
+        "load",
+        "position",
+        "stale",
+        *(f"{b:,} bytes" for b in budgets),
+        *(["no budget"] if unlimited else []),
+    ]
+    delivered = {(d.model, d.arm): d for d in summary.delivery}
+    rows = []
+    for (model, channel, load, pos, stale), by in sorted(
+        groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])
+    ):
+        rows.append(
+            [
+                model,
+                channel,
+                str(load),
+                pos,
+                stale or "–",
+                *(_budget_cell(by.get(b), delivered) for b in budgets),
+                *([_budget_cell(by.get(None), delivered)] if unlimited else []),
+            ]
+        )
+    return _plain(
+        "memory:budget",
+        "Adherence versus delivery budget (strict accuracy [95% CI])",
+        header,
+        rows,
+        1,
+        mr.BUDGET_NOTE,
+    )
+
+
+def _budget_cell(stat: MemoryStat | None, delivered: dict[tuple[str, str], DeliveryStat]) -> str:
+    if stat is None:
+        return "–"
+    d = delivered.get((stat.model, stat.arm))
+    share = f" · {_share(d.delivered_share)} delivered" if d is not None else ""
+    return _fmt(stat.strict_ci) + share
+
+
+def turns_table(summary: Summary) -> Table:
+    """Strict accuracy against the unrelated exchanges between the memory and the task
+    (history channel): one row per model, load, position and stale setting."""
+    groups = mr.turns_groups(summary)
+    turns = sorted({t for by in groups.values() for t in by})
+    header = ["model", "load", "position", "stale", *(f"{t} turns" for t in turns)]
+    rows = [
+        [
+            model,
+            str(load),
+            pos,
+            stale or "–",
+            *(_fmt(by[t].strict_ci) if t in by else "–" for t in turns),
+        ]
+        for (model, load, pos, stale), by in sorted(
+            groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])
+        )
+    ]
+    return _plain(
+        "memory:turns",
+        "Adherence versus unrelated exchanges since the memory (history channel, strict "
+        "accuracy [95% CI])",
+        header,
+        rows,
+        1,
+    )
+
+
+def realism_tables(summary: Summary) -> list[Table]:
+    """The memory-realism tables, in the order the memory section shows them."""
+    return [
+        stale_table(summary),
+        delivery_table(summary),
+        budget_table(summary),
+        turns_table(summary),
     ]
 
 

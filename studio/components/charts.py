@@ -23,7 +23,9 @@ from cvb_engine import (
     GAP_COLOR,
     PUBLISHED_COLOR,
     Comparison,
+    Interval,
     IVRSummary,
+    MemoryStat,
     PublishedCVB,
     PublishedIVR,
     Rate,
@@ -552,3 +554,112 @@ def memory_curve(summary: Summary) -> go.Figure:
         y_title="strict accuracy",
         height=420,
     )
+
+
+def _whiskers(cis: Sequence[Interval]) -> dict[str, object]:
+    """Plotly error bars from intervals (none where an end is unknown)."""
+    plus = [(c.high - c.value) if c.value is not None and c.high is not None else 0 for c in cis]
+    minus = [(c.value - c.low) if c.value is not None and c.low is not None else 0 for c in cis]
+    return {
+        "type": "data",
+        "array": plus,
+        "arrayminus": minus,
+        "visible": True,
+        "color": "#1f2328",
+        "thickness": 1.5,
+        "width": 6,
+    }
+
+
+def stale_drop(summary: Summary) -> go.Figure:
+    """The drop in strict accuracy when the superseded decisions are in the memory: one bar
+    per model × variant × stale setting, strict(without) − strict(with), with its paired
+    bootstrap 95% CI (README: Memory realism)."""
+    fig = go.Figure()
+    for setting, color in (("with", "#d9730d"), ("only", "#c4554d")):
+        stats = [s for s in summary.stale if s.stale == setting]
+        if not stats:
+            continue
+        fig.add_bar(
+            name=f"stale={setting}",
+            x=[_t(f"{s.model} · {s.base}") for s in stats],
+            y=[s.drop.value for s in stats],
+            marker_color=color,
+            error_y=_whiskers([s.drop for s in stats]),
+            customdata=[
+                [_rate_text(s.base_strict), _rate_text(s.strict), s.drop.n_units] for s in stats
+            ],
+            hovertemplate=(
+                "<b>%{x}</b><br>drop %{y:+.3f}<br>without stale %{customdata[0]} · with "
+                "%{customdata[1]}<br>%{customdata[2]} scenarios resampled<extra></extra>"
+            ),
+        )
+    _layout(fig, title="Outdated notes: drop in strict accuracy (95% CI)", y_title="drop")
+    fig.add_hline(y=0, line_color="#57606a", line_width=1)
+    fig.update_yaxes(range=[-1.05, 1.05], tickformat="+.1f")
+    fig.update_layout(barmode="group")
+    return fig
+
+
+def delivery_split(summary: Summary) -> go.Figure:
+    """Per model × variant with delivery records: the share of constraints honored when the
+    note was delivered whole and when it was not, each with its 95% CI; what is missing
+    from 1 when delivered is *ignored* (README: Memory realism)."""
+    fig = go.Figure()
+    stats = summary.delivery
+    labels = [_t(f"{d.model} · {d.arm}") for d in stats]
+    for name, color, pick in (
+        ("delivered", "#0f7b6c", lambda d: (d.delivered, d.delivered_ci)),
+        ("not delivered", "#8c959f", lambda d: (d.not_delivered, d.not_delivered_ci)),
+    ):
+        pairs = [pick(d) for d in stats]
+        fig.add_bar(
+            name=f"honored: {name}",
+            x=labels,
+            y=[rate.value for rate, _ in pairs],
+            marker_color=color,
+            error_y=_whiskers([ci for _, ci in pairs]),
+            customdata=[[f"{rate.k}/{rate.n}"] for rate, _ in pairs],
+            hovertemplate=f"<b>%{{x}}</b><br>{name}: honored %{{y:.3f}} (%{{customdata[0]}})"
+            "<extra></extra>",
+        )
+    _layout(
+        fig,
+        title="Delivered versus not delivered: constraints honored (95% CI)",
+        y_title="honored",
+    )
+    fig.update_yaxes(range=[0, 1.05])
+    fig.update_layout(barmode="group")
+    return fig
+
+
+def realism_curve(
+    curves: Sequence[tuple[str, Mapping[int | None, MemoryStat]]], *, title: str, x_title: str
+) -> go.Figure:
+    """Strict accuracy against a delivery budget or a number of turns
+    (:func:`cvb_engine.budget_curves`, :func:`cvb_engine.turns_curves`): one line per curve,
+    the x values as evenly spaced categories in order ("none", no budget, last), each point
+    with its 95% CI as error bars."""
+    xs: list[int | None] = [*sorted({x for _, by in curves for x in by if x is not None})]
+    if any(None in by for _, by in curves):
+        xs.append(None)
+    names = ["none" if x is None else f"{x:,}" for x in xs]
+    palette = ("#0b6e99", "#d9730d", "#6940a5", "#0f7b6c", "#c4554d", "#64473a", "#ad1a72")
+    fig = go.Figure()
+    for i, (label, by) in enumerate(curves):
+        shown = [x for x in xs if x in by and by[x].strict.value is not None]
+        fig.add_scatter(
+            x=[names[xs.index(x)] for x in shown],
+            y=[by[x].strict.value for x in shown],
+            mode="lines+markers",
+            name=_t(label),
+            line={"color": palette[i % len(palette)], "width": 2},
+            error_y=_whiskers([by[x].strict_ci for x in shown]),
+            customdata=[[f"{by[x].strict.k}/{by[x].strict.n}"] for x in shown],
+            hovertemplate=f"<b>{_t(label)}</b><br>{x_title} %{{x}}: strict %{{y:.3f}} "
+            "(%{customdata[0]})<extra></extra>",
+        )
+    _layout(fig, title=title, y_title="strict accuracy")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=names, title=x_title)
+    fig.update_yaxes(range=[0, 1.05])
+    return fig

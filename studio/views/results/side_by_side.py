@@ -55,6 +55,7 @@ def badges_html(record: CellRecord) -> str:
             f'<span class="cvb-badge {cls}" data-constraint="{html.escape(c.constraint_id)}" '
             f'title="{word}">{mark} {html.escape(c.constraint_id)} · {word}</span>'
         )
+    out += delivery_badges(record)
     out.append("</div>")
     why = [
         f"<li><code>{html.escape(ch.label(c.constraint_id))}</code> {html.escape(ch.reason)}</li>"
@@ -64,6 +65,30 @@ def badges_html(record: CellRecord) -> str:
     if why:
         out.append(f'<ul class="cvb-why">{"".join(why)}</ul>')
     return "".join(out)
+
+
+def delivery_badges(record: CellRecord) -> list[str]:
+    """What the memory the model saw lacked (``budget=``, ``stale=only``): a badge per
+    constraint whose note the budget cut, and per constraint shown only by the decision it
+    replaced."""
+    delivery = record.delivery
+    if delivery is None:
+        return []
+    out = []
+    for cid in record.cut_constraints:
+        out.append(
+            f'<span class="cvb-badge err" data-cut="{html.escape(cid)}" title="its note was cut '
+            f'from the memory the model saw (budget {delivery.budget or 0:,} bytes)">'
+            f"✂ {html.escape(cid)} · cut from memory</span>"
+        )
+    for cid in delivery.constraints:
+        if not delivery.current_shown(cid):
+            out.append(
+                f'<span class="cvb-badge err" data-stale="{html.escape(cid)}" title="the memory '
+                'held only the decision this constraint replaced (stale=only)">'
+                f"⌛ {html.escape(cid)} · outdated note only</span>"
+            )
+    return out
 
 
 def marks_of(record: CellRecord, scope: str) -> list[Mark]:

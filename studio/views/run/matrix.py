@@ -28,6 +28,9 @@ from studio.views.run.context import RunContext, show_flash
 SWEEP_LOADS = [0, 10, 25, 50, 100, 200, 350]
 SWEEP_POSITIONS = ["start", "middle", "end", "spread"]
 SWEEP_CHANNELS = ["inline", "system", "file", "history"]
+SWEEP_STALE = ["none", "with", "only"]
+SWEEP_BUDGETS = [500, 1000, 2000, 4000, 8000, 16000, 32000]
+SWEEP_TURNS = [0, 1, 2, 4, 8]
 ARM_HELP = (
     "cold: the task alone · mandated: the task with the constraints as explicit orders · "
     "incentivized: the constraints as past decisions in project memory, never as orders"
@@ -47,7 +50,16 @@ def current_spec(ctx: RunContext, run_id: str) -> RunOptions:
         categories=tuple(ss.run_categories) if by_category else (),
         only=() if by_category else tuple(ss.run_only),
         arms=tuple(a for a in ARMS if a in ss.run_arms)
-        + tuple(sweep_arms(ss.run_sweep_loads, ss.run_sweep_positions, ss.run_sweep_channels))
+        + tuple(
+            sweep_arms(
+                ss.run_sweep_loads,
+                ss.run_sweep_positions,
+                ss.run_sweep_channels,
+                stale=ss.run_sweep_stale,
+                budgets=ss.run_sweep_budgets,
+                turns=ss.run_sweep_turns,
+            )
+        )
         + tuple(layer_builder.arms())
         + tuple(agent_builder.arms()),
         runs=int(ss.run_runs),
@@ -126,11 +138,12 @@ def render(
         )
         chosen_any = bool(ss.run_only)
     st.multiselect("Arms", list(ARMS), key="run_arms", help=ARM_HELP)
-    with st.expander("Memory sweep (incentivized variants)", expanded=bool(ss.run_sweep_loads)):
+    swept = ss.run_sweep_loads or ss.run_sweep_stale or ss.run_sweep_budgets or ss.run_sweep_turns
+    with st.expander("Memory sweep (incentivized variants)", expanded=bool(swept)):
         st.caption(
             "Adds an incentivized variant for every combination: the constraints among `load` "
             "distractor notes from the project-memory pool, at a position, through a channel. "
-            "No load chosen: no variant. The call count below follows."
+            "Nothing chosen: no variant. The call count below follows."
         )
         w1, w2, w3 = st.columns(3)
         w1.multiselect("Loads", SWEEP_LOADS, key="run_sweep_loads", placeholder="no sweep")
@@ -138,6 +151,22 @@ def render(
             "Positions", SWEEP_POSITIONS, key="run_sweep_positions", placeholder="spread"
         )
         w3.multiselect("Channels", SWEEP_CHANNELS, key="run_sweep_channels", placeholder="inline")
+        st.caption(
+            "Memory as it really is: the decisions the constraints replaced beside them (`with`) "
+            "or instead of them (`only`); the memory cut to a byte budget the way agent tools "
+            "cut a rules file (inline, system and file channels); unrelated exchanges between "
+            "the memory and the task (history channel)."
+        )
+        w4, w5, w6 = st.columns(3)
+        w4.multiselect("Superseded notes", SWEEP_STALE, key="run_sweep_stale", placeholder="none")
+        w5.multiselect(
+            "Budgets (bytes)",
+            SWEEP_BUDGETS,
+            key="run_sweep_budgets",
+            placeholder="no budget",
+            format_func=lambda b: f"{b:,}",
+        )
+        w6.multiselect("Turns (history)", SWEEP_TURNS, key="run_sweep_turns", placeholder="2")
     layer_builder.render()
     agent_builder.render()
     c1, c2, c3, c4 = st.columns(4)
