@@ -28,6 +28,13 @@ load on the machine), and the peak RSS of each phase (``ru_maxrss`` of its
 process plus that of its largest child, an upper bound of what was resident at
 once). "resent" counts requests sent again after a connection error (the
 stdlib server's listen backlog is small); it should be 0.
+
+Start-up: then, ``--startup-repeats`` times each, alternating, two fresh processes
+that each send one request and exit, timed from the parent's ``Popen`` to the
+child's exit: ``cvb run`` of one scenario (one that executes no code: the
+sandbox is not what is measured), one arm, one model, one repetition, into a
+fresh SQLite store; and a bare ``python -c`` that imports ``openai`` and sends the
+same request. Prints the median of each and their ratio.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -337,6 +345,78 @@ def start_server(workdir: Path, models: list[str]) -> tuple[subprocess.Popen[str
     return proc, line.split()[1]
 
 
+BARE_ONE = """
+import asyncio, json, sys
+import openai
+
+async def main():
+    plan = json.loads(sys.argv[1])
+    client = openai.AsyncOpenAI(base_url=plan["url"], api_key=plan["key"], max_retries=0, timeout=60.0)
+    try:
+        resp = await client.chat.completions.create(
+            model=plan["model"], messages=plan["messages"], temperature=plan["temperature"],
+            max_tokens=plan["max_tokens"], seed=plan["seed"],
+        )
+    finally:
+        await client.close()
+    assert resp.choices[0].message.content
+
+asyncio.run(main())
+"""
+
+
+def one_request_scenario(scenarios: Path) -> str:
+    """A scenario whose checks execute nothing (so no sandbox is set up for it)."""
+    from cvb_engine.scenario import load_library
+    from cvb_engine.scoring import executes_code
+
+    library = load_library(scenarios)
+    return next(sid for sid, item in sorted(library.items()) if not executes_code(item.scenario))
+
+
+def startup(
+    args: argparse.Namespace, plan: dict[str, Any], url: str, workdir: Path
+) -> dict[str, float]:
+    """Median wall seconds, process start to exit, of a one-request ``cvb run`` and bare loop."""
+    scenarios = Path(plan["scenarios"])
+    sid = one_request_scenario(scenarios)
+    model = plan["models"][0]
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    env.pop("CVB_DATABASE_URL", None)
+    env[KEY_VAR] = KEY
+    bare_plan = json.dumps(
+        {
+            "url": url,
+            "key": KEY,
+            "model": model,
+            "messages": plan["messages"][f"{sid}/cold"],
+            "temperature": plan["temperature"],
+            "max_tokens": plan["max_tokens"],
+            "seed": plan["seed"],
+        }
+    )
+    times: dict[str, list[float]] = {"bare": [], "cvb run": []}
+    for i in range(args.startup_repeats):
+        db = workdir / f"startup-{i}.db"
+        commands = {
+            "bare": [sys.executable, "-c", BARE_ONE, bare_plan],
+            "cvb run": [
+                *(sys.executable, "-m", "cvb_engine.cli", "run", "--base-url", url),
+                *("--api-key-env", KEY_VAR, "--models", model, "--only", sid),
+                *("--arms", "cold", "--runs", "1", "--db", f"sqlite:///{db}", "--quiet"),
+                *("--scenarios", str(scenarios), "--run-id", f"startup-{i}"),
+            ],
+        }
+        for name, argv in commands.items():
+            t0 = time.perf_counter()
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=workdir)
+            times[name].append(time.perf_counter() - t0)
+            if proc.returncode != 0:
+                sys.stderr.write(proc.stdout + proc.stderr)
+                raise SystemExit(f"start-up: {name} failed (exit {proc.returncode})")
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def run_phase(
     name: str, args: argparse.Namespace, plan_file: Path, url: str, workdir: Path, server_pid: int
 ) -> dict[str, Any]:
@@ -382,6 +462,7 @@ def parent(args: argparse.Namespace) -> int:
                 name: run_phase(name, args, plan_file, url, workdir, server.pid)
                 for name in ("bare", "pipeline")
             }
+            started = startup(args, plan, url, workdir) if args.startup_repeats else {}
         finally:
             server.terminate()
             try:
@@ -416,6 +497,12 @@ def parent(args: argparse.Namespace) -> int:
         f"client CPU per request: bare {cpu['bare']:.2f} ms, pipeline {cpu['pipeline']:.2f} ms "
         f"(ratio {cpu['pipeline'] / cpu['bare']:.2f}; less sensitive to other load on the machine)"
     )
+    if started:
+        print(
+            f"start-up, one request, process start to exit (median of {args.startup_repeats}): "
+            f"bare {started['bare']:.2f} s, cvb run {started['cvb run']:.2f} s "
+            f"(ratio {started['cvb run'] / started['bare']:.2f})"
+        )
     print(
         "client CPU: the phase's process (all threads) and its child processes (the runner's "
         "recorder) during the phase;\nserver CPU: the fake server's process meanwhile.\n"
@@ -431,6 +518,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=16, help="requests in flight")
     p.add_argument("--scenarios", default="scenarios", help="scenario directory")
     p.add_argument("--models", type=int, default=4, help="how many (fake) models")
+    p.add_argument(
+        "--startup-repeats",
+        type=int,
+        default=7,
+        help="one-request processes of each kind (0: none)",
+    )
     p.add_argument("--phase", choices=("bare", "pipeline"), help=argparse.SUPPRESS)
     p.add_argument("--plan", help=argparse.SUPPRESS)
     p.add_argument("--base-url", help=argparse.SUPPRESS)

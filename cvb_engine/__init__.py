@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from cvb_engine.memory_pool import EntryKind, Pool, PoolEntry, PoolError, draw, load_pool
     from cvb_engine.memory_trace import Delivery, Trace, TraceCall, read_delivery, read_trace
     from cvb_engine.metrics import (
+        BOOTSTRAP_RESAMPLES,
         LAYER_KINDS,
         DeliveryStat,
         Interval,
@@ -155,15 +156,16 @@ if TYPE_CHECKING:
         published_table,
     )
     from cvb_engine.results import export_results
+    from cvb_engine.run.execute import layer_state_root
     from cvb_engine.run_ids import (
         RUN_ID_RULE,
         check_scenario_id,
+        file_stem,
         new_run_id,
         run_id_problem,
         scenario_id_problem,
     )
     from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions
-    from cvb_engine.runner import layer_state_root
     from cvb_engine.safe_text import csv_cell, markdown_text, terminal_text, unlinked
     from cvb_engine.scenario import (
         ARMS,
@@ -187,6 +189,7 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown_report.markdown``).
 _WHERE: dict[str, str] = {
+    "file_stem": "cvb_engine.run_ids",
     "unlinked": "cvb_engine.safe_text",
     "scenario_id_problem": "cvb_engine.run_ids",
     "check_scenario_id": "cvb_engine.run_ids",
@@ -207,6 +210,7 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
@@ -332,7 +336,7 @@ _WHERE: dict[str, str] = {
     "launch_run": "cvb_engine.lifecycle",
     "layer_kind": "cvb_engine.metrics",
     "layer_spec": "cvb_engine.arms.layered",
-    "layer_state_root": "cvb_engine.runner",
+    "layer_state_root": "cvb_engine.run.execute",
     "lint_paths": "cvb_engine.lint",
     "lint_text": "cvb_engine.lint",
     "list_progress": "cvb_engine.monitor",
@@ -408,6 +412,7 @@ __all__ = [
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
+    "BOOTSTRAP_RESAMPLES",
     "CANARY",
     "CATEGORIES",
     "CVB_CATEGORIES",
@@ -515,6 +520,7 @@ __all__ = [
     "export_results",
     "extract",
     "extract_code",
+    "file_stem",
     "fmt_gap",
     "forget_launch",
     "format_duration",

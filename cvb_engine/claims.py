@@ -82,9 +82,9 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from cvb_engine.kinds import RecordStatus, RunnerStatus
+from cvb_engine.processes import process_alive, this_host
+from cvb_engine.run.plan import Cell
 from cvb_engine.store import CellClaim, Record, Run, RunWorker, as_utc
-
-Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
 
 #: Seconds a claim lasts without renewal (``cvb run --lease``, hidden: for tests).
 LEASE_S = 60.0
@@ -342,8 +342,6 @@ class RunClaims:
 
     def _free_gone_runners(self, host: str) -> None:
         """Release the claims of this run's runners on ``host`` whose process is gone."""
-        from cvb_engine.monitor import process_alive  # monitor reads runners from here
-
         w = _WORKER
         rows = self._run(
             select(w.c.worker, w.c.pid, w.c.started).where(
@@ -527,8 +525,6 @@ def runners(
     exists, elsewhere its heartbeat is younger than its lease; a running runner that
     is not live has *lapsed*. ``conn`` is a Connection or a Session.
     """
-    from cvb_engine.monitor import process_alive, this_host
-
     local = local_host or this_host()
     w, c, r = _WORKER, _CLAIM, _RECORD
     rows = conn.execute(select(w).where(w.c.run_id == run_id).order_by(w.c.started)).all()

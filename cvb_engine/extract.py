@@ -252,6 +252,13 @@ _COMMENT_PATH = re.compile(r"^\s*#\s*(?:file(?:name)?:\s*)?(?P<path>[\w./-]*\w\.
 # follows the fence must not read as a language tag (that line opens the next block).
 _GLUED_CLOSE = re.compile(r"^(?P<code>.*[^`\s].*?)(?P<fence>`{3,})[ \t]*$")
 _TRAILED_CLOSE = re.compile(r"^[ \t]*(?P<fence>`{3,})[ \t]*(?P<rest>[^`\s\w{.].*)$")
+# ... or by a sentence: words with spaces, the first of them not a language's name.
+_PROSE_CLOSE = re.compile(
+    r"^[ \t]*(?P<fence>`{3,})[ \t]*(?!(?:python3?|py3?|pycon|ipython|json|bash|sh|shell|text|"
+    r"console|yaml|toml|sql|javascript|js|typescript|ts|java|go|rust|c|cpp|csharp|html|"
+    r"xml|diff|ini|output)\b)(?i:[a-z]+)[ ,]+[a-z]+[^`]*$",
+    re.IGNORECASE,
+)
 
 
 def _closing(text: str, body_start: int, fence: str) -> tuple[int, int, int] | None:
@@ -277,7 +284,7 @@ def _closing(text: str, body_start: int, fence: str) -> tuple[int, int, int] | N
                 and "`" not in glued.group("code").rstrip()[-1:]
             ):
                 return pos + glued.start("fence"), line_end, 1
-            trailed = _TRAILED_CLOSE.match(line)
+            trailed = _TRAILED_CLOSE.match(line) or _PROSE_CLOSE.match(line)
             if trailed and len(trailed.group("fence")) >= len(fence):
                 return pos, line_end, 1
         if nl < 0:
@@ -782,8 +789,10 @@ def _unfenced(text: str, entry_point: str | None = None) -> str:
 
 
 _RETRY = re.compile(
-    r"\b(sorry|apolog(y|ies|i[sz]e)|my (mistake|bad)|oops|let me (try|fix|correct|redo|rewrite)|"
-    r"try(ing)? again|that('s| is| was) (wrong|incorrect|not right)|scratch that|correction)\b",
+    r"\b(sorry|apolog(y|ies|i[sz]e)|my (mistake|bad)|oops|let me (try|fix|correct|redo|rewrite|"
+    r"reconsider|start over)|try(ing)? again|that('s| is| was) (wrong|incorrect|not right)|"
+    r"that (won't|will not|doesn't|does not) work|scratch that|correction|on second thought|"
+    r"made an? (mistake|error)|(corrected|revised|fixed) (version|code)|wait[,!.])",
     re.IGNORECASE,
 )
 
@@ -866,7 +875,10 @@ def extract(
     code = code.strip("\n")
     tree = _parses(code) if code.strip() else None
     cut = False
-    at_end = bool(code.strip()) and runs_to_end and answer.rstrip().endswith(code.rstrip())
+    # The code ends where the reply does: an unfenced run at its end, or the last block,
+    # never closed, as the last part of the solution.
+    tail = blocks[-1].body.strip() if blocks else answer.strip()
+    at_end = bool(code.strip()) and runs_to_end and bool(tail) and code.rstrip().endswith(tail)
     # Cut at the token limit in the middle of a line: that line is not a whole statement,
     # even when what is left of it parses (``time.sle``).
     partial = truncated and at_end and not text.endswith("\n") and "\n" in code.strip()
@@ -951,11 +963,21 @@ def sanitize(code: str, tree: ast.Module, entry_point: str | None = None) -> tup
     when nothing is dropped.
     """
     body = tree.body
-    defined = {
-        n.name for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    }
-    if not defined:
-        return code, tree  # a script: its top-level statements are the solution
+    # Most solutions are imports and definitions only: one cheap pass tells.
+    defined: set[str] = set()
+    others = duplicate = False
+    for node in body:
+        kind = type(node)
+        if kind is ast.Import or kind is ast.ImportFrom:
+            continue
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+            name = node.name  # type: ignore[attr-defined]
+            duplicate = duplicate or name in defined
+            defined.add(name)
+        else:
+            others = True
+    if not defined or not (others or duplicate):
+        return code, tree  # a script (its statements are the solution), or nothing to drop
     if entry_point:
         defined.add(entry_point)
     drop: list[ast.stmt] = []
@@ -1110,11 +1132,6 @@ def outcome_from(code: str, tree: ast.Module | None) -> Outcome:
     if tree is None:
         return "unparseable"
     return "answered" if _meaningful(tree) else "no-code"
-
-
-def outcome_of(code: str) -> Outcome:
-    """The outcome of already-extracted ``code``."""
-    return outcome_from(code, _parses(code) if code.strip() else None)
 
 
 # Keys under which structured replies carry the program (``{"code": "..."}``, tool-call

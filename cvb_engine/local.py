@@ -125,6 +125,39 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
+class _Stop(Exception):
+    """A stop signal turned into an exception, so that ``finally`` blocks run."""
+
+
+def serve_until_stopped(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for the server ``proc``; on SIGTERM, SIGHUP or Ctrl-C stop its process group.
+
+    The server runs in a session of its own (a Ctrl-C in the terminal reaches only
+    this process), so Python's default SIGTERM, which ends this process at once,
+    would leave it serving, re-parented to PID 1 (as the studio's Streamlit child
+    was). Every stop signal here ends in :func:`stop_server` instead.
+
+    Returns:
+        The server's exit status when it ends by itself, 0 when stopped by a signal.
+    """
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stop(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return proc.wait()
+    except (_Stop, KeyboardInterrupt):
+        return 0
+    finally:
+        # No second signal may interrupt the stopping itself.
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
+        stop_server(proc)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 @contextlib.contextmanager
 def local_server(port: int = LOCAL_PORT, log_path: Path | None = None) -> Iterator[str]:
     """Yield the local base URL, starting the server only when none is answering."""

@@ -34,8 +34,8 @@ from cvb_engine.scenario import (
     NON_SCENARIO_DIRS,
     Problem,
     ScenarioError,
-    _field_name,
-    _line_for,
+    field_name,
+    line_for,
     read_yaml,
 )
 
@@ -92,7 +92,7 @@ class Pool(BaseModel):
 
     def line_of(self, *loc: str | int) -> int:
         """The line of the deepest known node on ``loc``, e.g. ``("entries", 3, "text")``."""
-        return _line_for(self._lines, loc)
+        return line_for(self._lines, loc)
 
 
 def _problems(
@@ -107,7 +107,7 @@ def _problems(
         message = str(err["msg"])
         if code == "E023":
             message = f"unknown kind {err['input']!r}; expected one of {', '.join(k.value for k in EntryKind)}"
-        out.append(Problem(path, _line_for(lines, loc), message, _field_name(loc), code))
+        out.append(Problem(path, line_for(lines, loc), message, field_name(loc), code))
     return out
 
 

@@ -26,11 +26,8 @@ they are read as UTC.
 
 from __future__ import annotations
 
-import os
-import socket
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import case, func
@@ -40,6 +37,8 @@ from sqlmodel import Session, col, select
 from cvb_engine.claims import live_runner_count
 from cvb_engine.kinds import RecordStatus, RunStatus
 from cvb_engine.metrics import ARM_ORDER, Rate
+from cvb_engine.processes import process_alive, this_host
+from cvb_engine.run.progress import format_duration
 from cvb_engine.store import ConstraintResult, Record, Run, as_utc
 
 #: A running run whose heartbeat is older than this (and whose process cannot be
@@ -47,79 +46,17 @@ from cvb_engine.store import ConstraintResult, Record, Run, as_utc
 DEAD_AFTER_S = 30.0
 #: calls/s is measured over the records stored in this last window.
 RATE_WINDOW_S = 60.0
-#: Tolerance between the clock that stamps the heartbeat and process start times.
-_CLOCK_SLACK_S = 2.0
 
-RunState = Literal["created", "running", "finished", "cancelled", "failed", "died"]
+RunState = Literal["created", "running", "finished", "incomplete", "cancelled", "failed", "died"]
 _STORED: dict[str, RunState] = {
     RunStatus.CREATED: "created",
     RunStatus.FINISHED: "finished",
     RunStatus.CANCELLED: "cancelled",
     RunStatus.FAILED: "failed",
-    # Sending ended with cells still missing: shown as failed, and
-    # resumable, until the studio has a state of its own for it.
-    RunStatus.INCOMPLETE: "failed",
+    # Sending ended as it should with cells still missing (a runner gave up on
+    # them, or left before the others were done): not a failure, and resumable.
+    RunStatus.INCOMPLETE: "incomplete",
 }
-
-
-def this_host() -> str:
-    return socket.gethostname()
-
-
-# --------------------------------------------------------------------------- processes
-
-
-def _boot_time() -> float | None:
-    try:
-        for line in Path("/proc/stat").read_text().splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _proc_stat(pid: int) -> tuple[str, float | None] | None:
-    """(state letter, start time as a Unix timestamp) from /proc, or None if unreadable."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = raw[raw.rfind(")") + 2 :].split()
-    state = fields[0] if fields else "?"
-    boot = _boot_time()
-    try:
-        ticks = int(fields[19])
-        started = boot + ticks / os.sysconf("SC_CLK_TCK") if boot is not None else None
-    except (IndexError, ValueError, OSError):
-        started = None
-    return state, started
-
-
-def process_alive(pid: int, *, started_by: datetime | None = None) -> bool:
-    """Whether process ``pid`` exists on this host and is not a zombie.
-
-    With ``started_by``, a process that started later than that moment is not
-    the one that was meant (its id was reused) and counts as gone.
-    """
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, under another user
-    stat = _proc_stat(pid)
-    if stat is None:
-        return True  # no /proc here: existence is all we can tell
-    state, started = stat
-    if state in ("Z", "X"):
-        return False
-    if started_by is not None and started is not None:
-        return started <= as_utc(started_by).timestamp() + _CLOCK_SLACK_S
-    return True
 
 
 # --------------------------------------------------------------------------- liveness
@@ -197,7 +134,10 @@ class RunProgress:
 
     @property
     def resumable(self) -> bool:
-        return self.state in ("cancelled", "died", "failed", "created") and self.missing > 0
+        return (
+            self.state in ("incomplete", "cancelled", "died", "failed", "created")
+            and self.missing > 0
+        )
 
     @property
     def retryable(self) -> bool:
@@ -458,16 +398,6 @@ def run_detail(session: Session, progress: RunProgress, *, errors_limit: int = 5
         errors=latest_errors(session, progress.run_id, errors_limit) if progress.errors else [],
         latest=latest_record(session, progress.run_id) if progress.done else None,
     )
-
-
-def format_duration(seconds: float | None, unknown: str = "–") -> str:
-    """``1:02:03``, ``02:03``, or ``unknown`` when there is no figure."""
-    if seconds is None:
-        return unknown
-    total = round(seconds)
-    h, rem = divmod(total, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
 __all__ = [

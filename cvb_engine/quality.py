@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cvb_engine.scenario import LoadedScenario, ScenarioError, _line_for, parse_yaml
+from cvb_engine.scenario import LoadedScenario, ScenarioError, line_for, parse_yaml
 from cvb_engine.scoring import score_code, score_response
 
 
@@ -125,7 +125,7 @@ def _validate(
         first = exc.errors()[0]
         loc = (*at, *first["loc"])
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-        line = _line_for(lines, loc)
+        line = line_for(lines, loc)
         raise CorpusError(f"{path}:{line}: {where}: {first['msg']}") from exc
 
 

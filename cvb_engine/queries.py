@@ -12,13 +12,17 @@ that the page and the HTML report show beside a user's own numbers.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
-from sqlalchemy import case, func, literal
+from sqlalchemy import String, case, func, literal, type_coerce
 from sqlalchemy import select as sa_select
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from cvb_engine.agent.trace import AgentTrace
@@ -88,21 +92,43 @@ def list_runs(session: Session) -> list[RunInfo]:
         sa_select(col(Record.run_id), col(Record.model)).distinct().order_by(Record.model)
     ):
         models.setdefault(rid, []).append(model)
-    runs = session.exec(select(Run).order_by(col(Run.created).desc(), col(Run.id))).all()
+    # Columns as stored, not through the ORM: a store is untrusted, and a time stamp that
+    # does not parse, a status or a note of another type must not take the page down.
+    runs = session.execute(
+        sa_select(
+            col(Run.id),
+            type_coerce(col(Run.created), String),
+            type_coerce(col(Run.updated), String),
+            col(Run.status),
+            col(Run.prompt_version),
+            col(Run.total_cells),
+            col(Run.note),
+        ).order_by(col(Run.created).desc(), col(Run.id))
+    )
     return [
         RunInfo(
-            id=run.id,
-            created=as_utc(run.created),
-            updated=as_utc(run.updated),
-            status=run.status,
-            prompt_version=run.prompt_version,
-            total_cells=run.total_cells,
-            n_records=int(counts.get(run.id, 0)),
-            models=tuple(models.get(run.id, ())),
-            note=run.note,
+            id=stored_text(rid, MAX_NAME_SHOWN),
+            created=_moment(created),
+            updated=_moment(updated),
+            status=stored_text(status, MAX_NAME_SHOWN),
+            prompt_version=stored_text(prompt_version, MAX_NAME_SHOWN),
+            total_cells=stored_count(total) or 0,
+            n_records=int(counts.get(str(rid), 0)),
+            models=tuple(stored_text(m, MAX_NAME_SHOWN) for m in models.get(rid, ())),
+            note=stored_text(note, 2_000) if note is not None else None,
         )
-        for run in runs
+        for rid, created, updated, status, prompt_version, total, note in runs
     ]
+
+
+def _moment(value: object) -> datetime:
+    # a stored time stamp: a datetime (PostgreSQL), ISO text (SQLite), else the epoch
+    if isinstance(value, datetime):
+        return as_utc(value)
+    try:
+        return as_utc(datetime.fromisoformat(str(value)))
+    except ValueError:
+        return datetime.fromtimestamp(0, UTC)
 
 
 @dataclass(frozen=True)
@@ -468,6 +494,11 @@ class CellRecord:
     agent_unreadable: bool = False
     # which constraints' notes reached the model whole (incentivized stale=/budget=)
     delivery: Delivery | None = None
+    # past the view's budget: constraints and evidence spans left out, and whether a
+    # stored value did not read (shown as missing, never as a crash)
+    constraints_omitted: int = 0
+    spans_omitted: int = 0
+    malformed: bool = False
 
     @property
     def cut_constraints(self) -> list[str]:
@@ -560,81 +591,174 @@ def cell_choices(session: Session, run_id: str) -> CellChoices:
     )
 
 
+#: What one cell's view shows at most per record: constraints (with their checks) and
+#: evidence spans; a store may hold thousands, the view says how many more there are.
+MAX_CONSTRAINTS_SHOWN = 100
+MAX_SPANS_SHOWN = 200
+#: The longest stored text a view takes (a response, code, reasoning, an error, a reason).
+MAX_TEXT_SHOWN = 2_000_000
+MAX_NAME_SHOWN = 500
+
+
+def stored_text(value: object, limit: int = MAX_TEXT_SHOWN) -> str:
+    """A stored text as a view takes it: a string (another type shown as its ``repr``),
+    at most ``limit`` characters with a note of how many more there were."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+    return text
+
+
+def stored_number(value: object) -> float | None:
+    """A stored number as a view takes it: finite, else None (SQLite keeps any value)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int past a float's range
+        return None
+    return number if math.isfinite(number) else None
+
+
+def stored_count(value: object) -> int | None:
+    """A stored count (tokens, a version, a rep) as a view takes it: an int 0…10¹², else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**12:
+        return None
+    return value
+
+
+def stored_spans(
+    evidence_json: object, budget: int
+) -> tuple[tuple[tuple[int, int, int], ...], int, bool]:
+    """Evidence spans from their stored JSON: (spans within ``budget``, spans left out,
+    whether the value did not read as a list of {line, col, length} counts)."""
+    try:
+        raw = json.loads(evidence_json) if isinstance(evidence_json, str) else None
+    except (ValueError, RecursionError):
+        raw = None
+    if not isinstance(raw, list):
+        return (), 0, evidence_json not in (None, "", "[]")
+    spans = []
+    malformed = False
+    for item in raw:
+        values = [item.get(k) for k in ("line", "col", "length")] if isinstance(item, dict) else []
+        if len(values) != 3 or any(stored_count(v) is None for v in values):
+            malformed = True
+            continue
+        line, column, length = (int(v) for v in values if isinstance(v, int))
+        spans.append((line, column, length))
+    kept = spans[: max(budget, 0)]
+    return tuple(kept), len(spans) - len(kept), malformed
+
+
 def cell_records(
     session: Session, run_id: str, model: str, scenario_id: str, rep: int
 ) -> dict[str, CellRecord]:
-    """The records of one cell (one per arm), with their check outcomes and evidence."""
+    """The records of one cell (one per arm), with their check outcomes and evidence.
+
+    Every stored value is read as untrusted: a text of the wrong type or past
+    :data:`MAX_TEXT_SHOWN`, a number that is not finite, evidence that does not read, is
+    shown as missing or cut (``malformed`` says so), never raised; constraints and spans
+    past :data:`MAX_CONSTRAINTS_SHOWN` / :data:`MAX_SPANS_SHOWN` are counted, not shown.
+    """
     records = session.exec(
-        select(Record).where(
+        select(Record)
+        # time stamps are never shown here, and a stored one may not parse
+        .options(*(defer(cast(Any, c)) for c in (Record.created, Record.scored_at)))
+        .where(
             Record.run_id == run_id,
             Record.model == model,
             Record.scenario_id == scenario_id,
             Record.rep == rep,
         )
     ).all()
-    ids = [r.id for r in records if r.id is not None]
+    ids = [r.id for r in records if isinstance(r.id, int)]
     checks: dict[int, dict[str, list[CheckView]]] = {rid: {} for rid in ids}
     honored: dict[int, dict[str, bool]] = {rid: {} for rid in ids}
+    spans_left = dict.fromkeys(ids, MAX_SPANS_SHOWN)
+    omitted = dict.fromkeys(ids, 0)
+    malformed: set[int] = set()
     if ids:
         for o in session.exec(
             select(CheckOutcome)
             .where(col(CheckOutcome.record_id).in_(ids))
             .order_by(col(CheckOutcome.record_id), col(CheckOutcome.id))
         ):
-            spans = tuple(
-                (int(e.get("line", 0)), int(e.get("col", 0)), int(e.get("length", 0)))
-                for e in o.evidence
-            )
-            checks[o.record_id].setdefault(o.constraint_id, []).append(
-                CheckView(o.check_id, o.kind, o.passed, o.reason, o.scope, spans)
+            rid = o.record_id
+            spans, more, bad = stored_spans(o.evidence_json, spans_left[rid])
+            spans_left[rid] -= len(spans)
+            omitted[rid] += more
+            if bad:
+                malformed.add(rid)
+            checks[rid].setdefault(stored_text(o.constraint_id, MAX_NAME_SHOWN), []).append(
+                CheckView(
+                    stored_text(o.check_id, MAX_NAME_SHOWN),
+                    stored_text(o.kind, MAX_NAME_SHOWN),
+                    o.passed is True,
+                    stored_text(o.reason, 2_000),
+                    "response" if o.scope == "response" else "code",
+                    spans,
+                )
             )
         for c in session.exec(
             select(ConstraintResult)
             .where(col(ConstraintResult.record_id).in_(ids))
             .order_by(col(ConstraintResult.id))
         ):
-            honored[c.record_id][c.constraint_id] = c.honored
+            honored[c.record_id][stored_text(c.constraint_id, MAX_NAME_SHOWN)] = c.honored is True
     out: dict[str, CellRecord] = {}
     for r in records:
-        rid = r.id or 0
+        rid = r.id if isinstance(r.id, int) else 0
+        listed = list(honored.get(rid, {}).items())
         views = tuple(
             ConstraintView(cid, ok, tuple(checks.get(rid, {}).get(cid, ())))
-            for cid, ok in honored.get(rid, {}).items()
+            for cid, ok in listed[:MAX_CONSTRAINTS_SHOWN]
         )
-        out[r.arm] = CellRecord(
+        arm = stored_text(r.arm, MAX_NAME_SHOWN)
+        trace = read_trace(r.memory_json) if isinstance(r.memory_json, str) else None
+        delivery = read_delivery(r.memory_json) if isinstance(r.memory_json, str) else None
+        latency = stored_number(r.latency_s)
+        out[arm] = CellRecord(
             id=rid,
-            run_id=r.run_id,
-            model=r.model,
-            scenario_id=r.scenario_id,
-            scenario_version=r.scenario_version,
-            category=r.category,
-            arm=r.arm,
-            rep=r.rep,
-            status=r.status,
-            error=r.error,
-            response=r.response or "",
-            code=r.code or "",
-            strict=r.strict,
-            stated_passed=r.stated_passed,
-            latency_s=r.latency_s,
-            prompt_tokens=r.prompt_tokens,
-            completion_tokens=r.completion_tokens,
-            finish_reason=r.finish_reason,
-            prompt_version=r.prompt_version,
-            messages_sha256=r.messages_sha256,
-            scenario_sha256=r.scenario_sha256,
+            run_id=stored_text(r.run_id, MAX_NAME_SHOWN),
+            model=stored_text(r.model, MAX_NAME_SHOWN),
+            scenario_id=stored_text(r.scenario_id, MAX_NAME_SHOWN),
+            scenario_version=stored_count(r.scenario_version) or 0,
+            category=stored_text(r.category, MAX_NAME_SHOWN),
+            arm=arm,
+            rep=stored_count(r.rep) or 0,
+            status=RecordStatus.OK if r.status == RecordStatus.OK else RecordStatus.ERROR,
+            error=stored_text(r.error) if r.error is not None else None,
+            response=stored_text(r.response),
+            code=stored_text(r.code),
+            strict=r.strict if isinstance(r.strict, bool) else None,
+            stated_passed=r.stated_passed if isinstance(r.stated_passed, bool) else None,
+            latency_s=latency if latency is not None and latency >= 0 else None,
+            prompt_tokens=stored_count(r.prompt_tokens),
+            completion_tokens=stored_count(r.completion_tokens),
+            finish_reason=stored_text(r.finish_reason, MAX_NAME_SHOWN) or None,
+            prompt_version=stored_text(r.prompt_version, MAX_NAME_SHOWN),
+            messages_sha256=stored_text(r.messages_sha256, MAX_NAME_SHOWN),
+            scenario_sha256=stored_text(r.scenario_sha256, MAX_NAME_SHOWN),
             constraints=views,
-            outcome=r.outcome,
-            truncated=bool(r.truncated),
-            response_cut=bool(r.response_cut),
-            reasoning=r.reasoning or None,
-            scoring_version=r.scoring_version,
-            error_kind=r.error_kind,
-            memory=(trace := read_trace(r.memory_json)),
-            delivery=(delivery := read_delivery(r.memory_json)),
+            outcome=r.outcome if r.outcome in ("answered", "unparseable", "no-code") else None,
+            truncated=r.truncated is True,
+            response_cut=r.response_cut is True,
+            reasoning=stored_text(r.reasoning) or None,
+            scoring_version=stored_count(r.scoring_version),
+            error_kind=ErrorKind.MEMORY if r.error_kind == ErrorKind.MEMORY else None,
+            memory=trace,
+            delivery=delivery,
             memory_unreadable=bool(r.memory_json) and trace is None and delivery is None,
             agent=(episode := read_agent_trace(r.agent_json)),
             agent_unreadable=bool(r.agent_json) and episode is None,
+            constraints_omitted=max(0, len(listed) - MAX_CONSTRAINTS_SHOWN),
+            spans_omitted=omitted.get(rid, 0),
+            malformed=rid in malformed,
         )
     return {arm: out[arm] for arm in ordered_arms(out)}
 

@@ -19,14 +19,17 @@ How it works:
   ``kill -9`` of the run loses at most one answer per worker, as before.
 * The recorder's scorer thread scores committed answers as they come (a
   live view sees accuracy grow) and writes each batch of scores in one
-  transaction. Answers a kill left unscored are scored when the run resumes.
+  transaction. Answers a kill left unscored are scored when the run resumes,
+  and by every recorder of the run once its runner is done (a runner that
+  joined the run scores what a killed one left).
 * Every transaction is atomic, so a kill of either process at any moment
   leaves no half-written record or half-scored answer.
 * The recorder lives exactly as long as the runner's pipe. It runs in a
   session of its own and ignores SIGINT/SIGTERM: the runner decides when it
   stops (after a Ctrl-C or the studio's cancel, in order). When the pipe
   closes without a stop frame (the runner died), it commits what it has
-  received and exits at once.
+  received, scores what it has committed, and exits: an answer committed
+  without its score would read as unscored until someone resumed the run.
 * A recorder failure (a database error, a crash, a kill) reaches the runner
   as :class:`RecorderError` with the reason; it never hangs the run.
 * Secrets: the store URL (a PostgreSQL URL may hold a password) travels over
@@ -62,6 +65,7 @@ from cvb_engine.claims import RELEASE, release_params
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.results import score_rows
+from cvb_engine.run.plan import Cell
 from cvb_engine.scenario import LoadedScenario
 from cvb_engine.scoring import score_record
 from cvb_engine.store import (
@@ -72,8 +76,6 @@ from cvb_engine.store import (
     get_engine,
     utcnow,
 )
-
-Cell = tuple[str, str, str, int]  # model, scenario_id, arm, rep
 
 HEARTBEAT_S = 2.0
 #: Answers longer than this wait for the scorer as a record id only, and are read
@@ -615,6 +617,9 @@ class _Process:
         self.out = out
         self.to_score: queue.Queue[ScoreJob | None] = queue.Queue()
         self.scored = 0
+        # Whether the scorer, once told to stop, also scores what other processes
+        # left unscored (not when the runner died: it then only finishes its own).
+        self.sweep = True
         self.scorer = threading.Thread(target=self._guard, args=(self._score,), daemon=True)
 
     def run(self) -> int:
@@ -649,9 +654,11 @@ class _Process:
                     self.to_score.put(None)
                     return
                 if self.frames.closed:
-                    # The runner is gone: what was committed stays, and what is left
-                    # unscored is scored when the run resumes.
-                    os._exit(0)
+                    # The runner is gone: what was committed stays and gets its score
+                    # (each save is atomic); then this process ends, unheard.
+                    self.sweep = False
+                    self.to_score.put(None)
+                    return
 
     def _score(self) -> None:
         with self.store.engine.connect() as conn:
@@ -672,20 +679,25 @@ class _Process:
                     except queue.Empty:
                         break
                 stop = None in pending
-                jobs = collections.deque(j for j in pending if j is not None)
-                while jobs:
-                    # Commit every SCORE_COMMIT_S at least: slow checks still show progress.
-                    started = time.monotonic()
-                    scored: list[tuple[int, ScoreRows]] = []
-                    while (
-                        jobs
-                        and len(scored) < SCORE_BATCH
-                        and time.monotonic() - started < SCORE_COMMIT_S
-                    ):
-                        one = self.store.score(conn, jobs.popleft())
-                        if one is not None:
-                            scored.append(one)
-                    self.scored += self.store.save(conn, scored)
+                self._score_all(conn, [j for j in pending if j is not None])
+            if self.sweep:
+                # Answers another runner of this run committed and never scored (it was
+                # killed between the two): this runner is the last chance before a resume.
+                self._score_all(conn, self.store.unscored(conn))
+
+    def _score_all(self, conn: Connection, pending: list[ScoreJob]) -> None:
+        jobs = collections.deque(pending)
+        while jobs:
+            # Commit every SCORE_COMMIT_S at least: slow checks still show progress.
+            started = time.monotonic()
+            scored: list[tuple[int, ScoreRows]] = []
+            while (
+                jobs and len(scored) < SCORE_BATCH and time.monotonic() - started < SCORE_COMMIT_S
+            ):
+                one = self.store.score(conn, jobs.popleft())
+                if one is not None:
+                    scored.append(one)
+            self.scored += self.store.save(conn, scored)
 
 
 def _job(record_id: int, item: Finished) -> ScoreJob:

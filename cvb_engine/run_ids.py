@@ -16,6 +16,7 @@ pattern before it passes this rule.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import secrets
 import time
@@ -93,6 +94,16 @@ def check_scenario_id(scenario_id: object, field: str) -> str:
         raise RunIdError(f"{field}: {problem}; {_found(scenario_id)}")
     assert isinstance(scenario_id, str)
     return scenario_id
+
+
+def file_stem(run_id: object) -> str:
+    """A file name stem for a run (a download, an export): the id itself when it passes the
+    run-id rule, else ``run-`` and a digest of it (a stored id is never a file name unchecked)."""
+    if run_id_problem(run_id) is None:
+        assert isinstance(run_id, str)
+        return run_id
+    digest = hashlib.sha256(str(run_id).encode("utf-8", "replace")).hexdigest()[:12]
+    return f"run-{digest}"
 
 
 def run_id_arg(value: str) -> str:

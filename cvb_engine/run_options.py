@@ -1,7 +1,7 @@
 """The options of one ``cvb run``: one typed model for the CLI, the runner and the Run page.
 
 The CLI parses its flags into a :class:`RunOptions` (:func:`cvb_engine.cli.run.options_from_args`),
-the runner runs one (:class:`cvb_engine.runner.BenchmarkRun`), and the studio builds one
+the runner runs one (:class:`cvb_engine.run.BenchmarkRun`), and the studio builds one
 from its widgets and launches it as the equivalent ``cvb run`` command line
 (:func:`cvb_engine.lifecycle.run_arguments`, the inverse of the CLI's parse). The
 defaults live here once; the Run page starts its widgets from them.

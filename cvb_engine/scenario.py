@@ -266,6 +266,10 @@ class Scenario(BaseModel):
             raise ValueError(f"id {value!r} is not lowercase words joined by hyphens ([a-z0-9-])")
         return value
 
+    def plan_slot(self) -> Derived:
+        """Where :func:`cvb_engine.scoring.plan` keeps this scenario's scoring plan."""
+        return self._scoring_plan
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy (``update``: other field values) with no plan of its own yet."""
         copied = super().model_copy(update=update, deep=deep)
@@ -293,7 +297,7 @@ class LoadedScenario:
 
     def line_of(self, *loc: str | int) -> int:
         """The line of the deepest known node on ``loc`` (1 when nothing matches)."""
-        return _line_for(self.lines, loc)
+        return line_for(self.lines, loc)
 
 
 # --------------------------------------------------------------------------- YAML
@@ -377,7 +381,7 @@ class _NodeProblem(Exception):
         self.code = code
 
 
-def _line_for(lines: dict[tuple[str | int, ...], int], loc: Iterable[str | int]) -> int:
+def line_for(lines: dict[tuple[str | int, ...], int], loc: Iterable[str | int]) -> int:
     loc = tuple(loc)
     for n in range(len(loc), -1, -1):
         if loc[:n] in lines:
@@ -520,7 +524,7 @@ def parse_yaml(path: str, text: str) -> tuple[Any, dict[tuple[str | int, ...], i
     return data, lines
 
 
-def _field_name(loc: tuple[str | int, ...]) -> str:
+def field_name(loc: tuple[str | int, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -555,7 +559,7 @@ def _validation_problems(
             and isinstance(data, dict)
         ):
             loc = _second_constraint(data, message) or loc
-        problems.append(Problem(path, _line_for(lines, loc), message, _field_name(loc), code))
+        problems.append(Problem(path, line_for(lines, loc), message, field_name(loc), code))
     return problems
 
 

@@ -234,7 +234,7 @@ class ScoringPlan:
 def plan(scenario: Scenario) -> ScoringPlan:
     """The scoring plan of ``scenario``, made once per scenario object and kept with it
     (re-scoring 100,000 records prepares each check once)."""
-    slot = scenario._scoring_plan
+    slot = scenario.plan_slot()
     found = slot.value
     # A scenario's fields never change; the check is for a copy.copy(), which shares
     # the slot (model_copy starts an empty one) and may be given other constraints.
@@ -321,7 +321,7 @@ def score_code(
     text = code if response is None else response
     whole = Subject(code, text)
     if tree is not None:
-        whole._tree = tree
+        whole.use_tree(tree)
     if outcome is None:
         parsed = whole.tree if code.strip() else None
         outcome = outcome_from(code, parsed if isinstance(parsed, ast.Module) else None)

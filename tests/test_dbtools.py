@@ -239,3 +239,54 @@ def test_concurrent_runs_share_one_store_without_duplicates(
                 select(Record.id).where(Record.run_id == run_id, Record.scored_at == None)  # noqa: E711
             ).all()
             assert unscored == []
+
+
+# --------------------------------------------------------------------------- untrusted source
+
+MALFORMED = {
+    "evidence-not-json": "UPDATE checkoutcome SET evidence_json = '{not json' "
+    "WHERE record_id = (SELECT min(id) FROM record WHERE run_id = 'bad')",
+    "rep-as-text": "UPDATE record SET rep = 'many' WHERE run_id = 'bad' AND arm = 'cold'",
+    "traversal-scenario-id": "UPDATE record SET scenario_id = '../../etc/passwd' "
+    "WHERE id = (SELECT min(id) FROM record WHERE run_id = 'bad')",
+    "status-unknown": "UPDATE record SET status = 'maybe' WHERE run_id = 'bad' AND arm = 'cold'",
+    "latency-infinite": "UPDATE record SET latency_s = 9e999 WHERE run_id = 'bad'",
+    "params-not-an-object": "UPDATE run SET params_json = '[1]' WHERE id = 'bad'",
+    "honored-as-text": "UPDATE constraintresult SET honored = 'yes' WHERE record_id = "
+    "(SELECT min(id) FROM record WHERE run_id = 'bad')",
+    "huge-model-name": "UPDATE record SET model = printf('%.*c', 5000, 'x') "
+    "WHERE id = (SELECT min(id) FROM record WHERE run_id = 'bad')",
+}
+
+
+@pytest.mark.parametrize("corruption", list(MALFORMED), ids=list(MALFORMED))
+def test_copy_refuses_a_malformed_run_and_writes_nothing_of_it(
+    tmp_path: Path, corruption: str
+) -> None:
+    """One malformed run in the source: refused with its reason, no traceback, nothing of
+    it in the target; the other runs are copied whole."""
+    import sqlite3
+
+    from stored_runs import add_run
+
+    source, target = tmp_path / "source.db", tmp_path / "target.db"
+    for run_id in ("good", "bad", "also-good"):
+        add_run(f"sqlite:///{source}", run_id)
+    with sqlite3.connect(source) as con:
+        con.execute(MALFORMED[corruption])
+    out = subprocess.run(
+        [sys.executable, "-m", "cvb_engine.cli", "db", "copy", "--from",
+         f"sqlite:///{source}", "--to", f"sqlite:///{target}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "refused bad: " in out.stdout and "nothing of it was written" in out.stdout
+    with sqlite3.connect(target) as con:
+        runs = {r for (r,) in con.execute("SELECT id FROM run")}
+        per_run = dict(con.execute("SELECT run_id, count(*) FROM record GROUP BY run_id"))
+        orphans = con.execute(
+            "SELECT count(*) FROM constraintresult WHERE record_id NOT IN (SELECT id FROM record)"
+        ).fetchone()[0]
+    assert runs == {"good", "also-good"} and per_run == {"good": 12, "also-good": 12}
+    assert orphans == 0

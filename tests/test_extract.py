@@ -379,6 +379,14 @@ BLOCK_SHAPES = [
         "end_code",
     ),
     (
+        "text-after-closing-fence-prose",
+        f"{F}python\ndef f(x):\n    return x\n{F} This returns x unchanged.\n",
+        None,
+        "answered",
+        "return x",
+        "unchanged",
+    ),
+    (
         "all-lines-indented",
         f"{F}python\n    def f(x):\n        return x * 2\n{F}",
         None,
@@ -390,6 +398,15 @@ BLOCK_SHAPES = [
         "abandoned-first-attempt",
         "import json\nimport pickle\nSorry, let me try again\nimport csv\n\ndef load(p):\n"
         "    with open(p, newline='') as fh:\n        return list(csv.reader(fh))",
+        None,
+        "answered",
+        "def load(p):",
+        "pickle",
+    ),
+    (
+        "abandoned-attempt-on-second-thought",
+        "import pickle\nOn second thought, JSON is safer:\nimport json\n\ndef load(p):\n"
+        "    with open(p, encoding='utf-8') as fh:\n        return json.load(fh)",
         None,
         "answered",
         "def load(p):",
@@ -460,6 +477,15 @@ CUT = [
         "def a():",
         "def b",
         id="after-a-closed-reasoning-block",
+    ),
+    pytest.param(
+        f"{F}python\ndef f(x):\n    return x + 1\n{F}\nAnd the second one:\n{F}python\n"
+        "def g(x):\n    a = 1\n    return f(x",
+        True,
+        "answered",
+        "def g(x):\n    a = 1",
+        "return f(x",
+        id="cut-in-the-last-of-several-blocks",
     ),
     pytest.param(
         f"{F}python\nimport subprocess\n\ndef run(cmd):\n    return subprocess.run(cmd,",

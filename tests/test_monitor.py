@@ -309,10 +309,11 @@ HERE = "studio-host"
         ("finished", None, None, 3600, "finished"),
         ("cancelled", None, HERE, 3600, "cancelled"),
         ("failed", None, HERE, 10, "failed"),
+        ("incomplete", None, HERE, 10, "incomplete"),
         ("running", "self", HERE, 1, "running"),
-        # the process is there (pid 1 started long before the heartbeat): a slow
-        # endpoint that lets nothing be stored for minutes does not make the run dead
-        ("running", "init", HERE, 600, "running"),
+        # the process is there (it started before the heartbeat): a slow endpoint
+        # that lets nothing be stored for minutes does not make the run dead
+        ("running", "self", HERE, 600, "running"),
         ("running", "dead", HERE, 1, "died"),
         ("running", "self", "another-machine", 5, "running"),
         ("running", "self", "another-machine", monitor.DEAD_AFTER_S + 1, "died"),
@@ -323,6 +324,7 @@ HERE = "studio-host"
         "finished",
         "cancelled",
         "failed",
+        "incomplete",
         "alive-here",
         "alive-here-quiet",
         "pid-gone",
@@ -333,11 +335,18 @@ HERE = "studio-host"
     ],
 )
 def test_liveness(status: str, pid: str | None, host: str | None, age_s: float, state: str) -> None:
-    pids = {"self": os.getpid(), "init": 1, "dead": dead_pid(), None: None}
-    # "now" is the real clock for the process checks; the heartbeat is aged from it.
-    now = datetime.now(UTC)
+    pids = {"self": os.getpid(), "dead": dead_pid(), None: None}
+    # The heartbeat is stamped now, after this process started (the process check
+    # compares the two), and the run is looked at age_s later: no assumption about
+    # how long any other process on the machine has been up.
+    heartbeat = datetime.now(UTC)
     got = monitor.liveness(
-        status, pids[pid], host, now - timedelta(seconds=age_s), now=now, local_host=HERE
+        status,
+        pids[pid],
+        host,
+        heartbeat,
+        now=heartbeat + timedelta(seconds=age_s),
+        local_host=HERE,
     )
     assert got.state == state
     assert (got.reason is not None) == (state == "died")

@@ -71,3 +71,42 @@ def test_the_runner_itself_refuses_a_bad_run_id() -> None:
 
     with pytest.raises(RunError, match="run_id: a run id is 1–80"):
         BenchmarkRun(RunOptions(run_id="bad id\x1b]0;t\x07", base_url="http://127.0.0.1:9"))
+
+
+@pytest.mark.parametrize(
+    ("run_id", "stem"),
+    [
+        pytest.param("groq-2026-11", "groq-2026-11", id="valid-kept"),
+        pytest.param("../../etc/passwd", None, id="traversal"),
+        pytest.param("a/b", None, id="slash"),
+        pytest.param("x" * 81, None, id="too-long"),
+        pytest.param("", None, id="empty"),
+        pytest.param(7, None, id="not-text"),
+    ],
+)
+def test_file_stem_names_files_from_checked_ids_only(run_id: object, stem: str | None) -> None:
+    from cvb_engine.run_ids import file_stem, run_id_problem
+
+    got = file_stem(run_id)
+    assert run_id_problem(got) is None and "/" not in got
+    assert got == stem if stem is not None else got.startswith("run-") and got != run_id
+    assert file_stem(run_id) == got  # the same id, the same name
+
+
+@pytest.mark.parametrize(
+    ("scenario_id", "ok"),
+    [
+        pytest.param("library-choice-1", True, id="valid"),
+        pytest.param("he-000-close-elements", True, id="ivr"),
+        pytest.param("../x", False, id="traversal"),
+        pytest.param("*", False, id="glob"),
+        pytest.param("a--b", False, id="double-hyphen"),
+        pytest.param("A-b", False, id="uppercase"),
+        pytest.param("a" * 121, False, id="too-long"),
+        pytest.param(None, False, id="none"),
+    ],
+)
+def test_scenario_id_rule(scenario_id: object, ok: bool) -> None:
+    from cvb_engine.run_ids import scenario_id_problem
+
+    assert (scenario_id_problem(scenario_id) is None) is ok

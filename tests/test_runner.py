@@ -749,8 +749,8 @@ def test_kill_9_loses_at_most_the_requests_in_flight_when_scoring_is_slow(
 def test_kill_9_of_the_run_leaves_no_recorder_and_no_half_written_store(
     tmp_path: Path, valid_text: str
 ) -> None:
-    """The recorder process dies with the run (it sees its pipe close), and what it
-    committed is whole: every scored answer has all its constraint and check rows.
+    """The recorder process ends with the run (it sees its pipe close) once it has scored
+    what it committed, and that is whole: every answer has all its constraint and check rows.
     The resume scores what the kill left unscored and completes the matrix."""
     scenarios = tmp_path / "scenarios"
     sids = write_scenarios(scenarios, valid_text, 1, ["library-choice", "security"])
@@ -776,6 +776,9 @@ def test_kill_9_of_the_run_leaves_no_recorder_and_no_half_written_store(
             "(SELECT count(*) FROM constraintresult c WHERE c.record_id = r.id)",
         )
         assert incomplete == []
+        # Before it went, it scored what it had committed: another runner of the run
+        # would otherwise find answers without a score until somebody resumed.
+        assert query(db, "SELECT id FROM record WHERE status = 'ok' AND scored_at IS NULL") == []
         second = cvb(argv, tmp_path)
     assert second.returncode == 0, second.stderr
     after = records(db, "k9r")

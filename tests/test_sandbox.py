@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from proc_scan import alive, processes_with
+from sandbox_support import need, unavailable
 
 from cvb_engine import sandbox
 from cvb_engine.sandbox import Limits, SandboxError, run_many, run_python
@@ -33,7 +34,7 @@ def backend_name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     name: str = request.param
     problem = sandbox.self_test(name)
     if problem is not None:
-        pytest.skip(f"{name} does not work here: {problem}")
+        unavailable(name, problem)
     monkeypatch.setenv(sandbox.ENV_BACKEND, name)
     return name
 
@@ -438,8 +439,7 @@ def test_info_states_what_is_isolated(name: str, network: bool, files: bool) -> 
 
 
 def test_bwrap_hides_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    if sandbox.self_test("bwrap") is not None:
-        pytest.skip("bwrap does not work here")
+    need("bwrap")
     # The interpreter's own directories are bound (a checkout's .venv among them), so
     # /work may exist on the way to them; the checkout's files never do.
     checkout = Path(__file__).resolve().parents[1]
@@ -481,8 +481,7 @@ def test_harness_source_compiles() -> None:
 
 @pytest.fixture
 def zygote(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    if sandbox.self_test("bwrap") is not None:
-        pytest.skip("bwrap does not work here")
+    need("bwrap")
     monkeypatch.setenv(sandbox.ENV_BACKEND, "bwrap")
     monkeypatch.delenv(sandbox.ENV_ZYGOTE, raising=False)
     sandbox.shutdown()

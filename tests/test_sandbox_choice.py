@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import CHAT_PATH, FakeOpenAI
+from sandbox_support import need
 
 from cvb_engine import sandbox
 from cvb_engine.report import sandbox_label
@@ -124,8 +125,7 @@ def test_without_bwrap_nothing_falls_back(
 def test_a_weaker_backend_runs_only_when_named_and_warns(
     name: str, fresh_probes: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if sandbox.self_test(name) is not None:
-        pytest.skip(f"{name} does not work here")
+    need(name)
     monkeypatch.setitem(launch.TOOLS, "bwrap", None)
     monkeypatch.setattr(choice, "PROBES", {})
     with pytest.warns(sandbox.WeakSandboxWarning, match=name):
@@ -135,8 +135,7 @@ def test_a_weaker_backend_runs_only_when_named_and_warns(
 
 
 def test_bwrap_is_the_default_and_warns_nothing(fresh_probes: None) -> None:
-    if not BWRAP_WORKS:
-        pytest.skip("bwrap does not work here")
+    need("bwrap")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert sandbox.backend() == "bwrap"
@@ -235,8 +234,8 @@ def test_run_of_scenarios_that_execute_nothing_needs_no_sandbox(
     assert run_params(db_file, "text")["sandbox"] == []
 
 
-@pytest.mark.skipif(not BWRAP_WORKS, reason="bwrap does not work here")
 def test_a_bwrap_run_records_bwrap(tmp_path: Path) -> None:
+    need("bwrap")
     db_file = tmp_path / "cvb.db"
     with FakeOpenAI(models=["m-a"]) as fake:
         proc = cvb(run_args(fake, f"sqlite:///{db_file}", "--run-id", "bw"), tmp_path)
@@ -261,8 +260,8 @@ def test_doctor_names_what_is_missing_and_its_fix(tmp_path: Path, no_bwrap_path:
     assert any("browser tests" in line for line in lines)
 
 
-@pytest.mark.skipif(not BWRAP_WORKS, reason="bwrap does not work here")
 def test_doctor_on_a_machine_with_bwrap_and_an_older_store(tmp_path: Path) -> None:
+    need("bwrap")
     db_file = tmp_path / "old.db"
     with sqlite3.connect(db_file) as conn:  # a store from before schema versions
         conn.execute("CREATE TABLE record (id INTEGER PRIMARY KEY)")

@@ -21,14 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from cvb_engine import sandbox
+from sandbox_support import need
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(
-    sandbox.self_test("bwrap") is not None, reason="bwrap does not work on this machine at all"
-)
+
+@pytest.fixture(autouse=True)
+def _bwrap() -> None:
+    need("bwrap")
 
 
 @pytest.fixture(scope="module")

@@ -249,6 +249,7 @@ def test_three_runners_one_killed_send_every_cell_once(
             )
             os.kill(procs["b"].pid, signal.SIGKILL)
             procs["b"].wait(PROCESS_S)
+            [(stored_at_kill,)] = query(db_url, "SELECT count(*) FROM record WHERE run_id = 'so'")
             with Session(get_engine(db_url)) as session:
                 after_kill = runners(session, "so")
             ended = {name: finish(procs[name]) for name in ("a", "c")}
@@ -267,12 +268,22 @@ def test_three_runners_one_killed_send_every_cell_once(
     cells = [row[:4] for row in stored]
     assert sorted(Counter(cells).values()) == [1] * len(matrix)
     assert set(cells) == matrix
-    assert all(row[4] == "ok" and row[6] is not None for row in stored)
+    # Scored, b's too: its recorder outlives it long enough to score what it committed,
+    # and the runners still working score anything a kill left between the two.
+    unscored = [row for row in stored if row[4] != "ok" or row[6] is None]
+    assert not unscored, unscored
     assert query(db_url, "SELECT status FROM run WHERE id = 'so'") == [("finished",)]
     assert query(db_url, "SELECT count(*) FROM cellclaim WHERE run_id = 'so'") == [(0,)]
-    # Every record names the runner that produced it; all three stored some.
+    # Every record names the runner that produced it. b stored some before it was killed
+    # (waited for above); what was missing then was sent by the runners still alive,
+    # except what b's recorder had already received (one per worker). How a and c
+    # shared the rest depends on the machine's load, so it is not asserted.
     workers = Counter(row[5] for row in stored)
-    assert set(workers) == {"a", "b", "c"}, workers
+    assert set(workers) <= {"a", "b", "c"} and workers["b"] >= 1, workers
+    assert workers["a"] + workers["c"] >= len(matrix) - stored_at_kill - CONCURRENCY, (
+        workers,
+        stored_at_kill,
+    )
     # The endpoint saw every cell, and a cell twice only if b had it in flight when killed.
     served = served_cells(log, scenarios)
     assert set(served) == matrix

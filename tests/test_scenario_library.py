@@ -45,3 +45,25 @@ def test_readme_table_is_up_to_date() -> None:
         text=True,
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_scenario_file_reads_only_inside_the_library(tmp_path: Path) -> None:
+    """An id goes to a file through one function: rule-checked, never a pattern, and the
+    file found must lie inside the library even through a link."""
+    import pytest as _pytest
+
+    from cvb_engine.run_ids import RunIdError
+    from cvb_engine.scenario import scenario_file
+
+    library = tmp_path / "library"
+    (library / "security").mkdir(parents=True)
+    (library / "security" / "in-here.yaml").write_text("id: in-here\n", encoding="utf-8")
+    outside = tmp_path / "secret.yaml"
+    outside.write_text("id: secret\n", encoding="utf-8")
+    (library / "security" / "linked-out.yaml").symlink_to(outside)
+    assert scenario_file(library, "in-here") == (library / "security" / "in-here.yaml").resolve()
+    assert scenario_file(library, "linked-out") is None
+    assert scenario_file(library, "missing") is None
+    for bad in ("../secret", "*", "in-*", "security/in-here", ""):
+        with _pytest.raises(RunIdError):
+            scenario_file(library, bad)

@@ -50,8 +50,15 @@ def _changed(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             for target in targets:
                 for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute | ast.Subscript) and isinstance(
-                        sub.ctx, ast.Store | ast.Del
+                    # self.result = value rebinds an attribute in one step (a worker handing
+                    # back its result); an item set, a deletion or a += is a change in place.
+                    plain = isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(
+                        sub, ast.Attribute
+                    )
+                    if (
+                        isinstance(sub, ast.Attribute | ast.Subscript)
+                        and isinstance(sub.ctx, ast.Store | ast.Del)
+                        and not plain
                     ):
                         out.append((sub, True))
                     elif isinstance(sub, ast.Name) and isinstance(node, ast.AugAssign):
@@ -114,7 +121,9 @@ def _thread_functions(tree: ast.Module) -> set[str]:
 def shares_mutable_state(tree: ast.Module) -> bool:
     """Whether the code keeps mutable state that concurrent callers could share.
 
-    Shared: an attribute of ``self`` / ``cls`` changed outside the set-up methods; a
+    Shared: an attribute of ``self`` / ``cls`` changed in place (an item set, ``+=``, a
+    mutating method) outside the set-up methods, a plain ``self.x = value`` rebinding
+    being one atomic step; a
     module-level name, or a name of an enclosing function, changed from inside a
     function (``CACHE[k] = v``, ``results.append(x)`` in a closure, ``global`` or
     ``nonlocal`` rebinding); a parameter changed by a function that is run in threads

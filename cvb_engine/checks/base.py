@@ -101,6 +101,10 @@ class Subject:
             tree = self._tree = _parse(self.code)
         return tree
 
+    def use_tree(self, tree: ast.Module) -> None:
+        """Take ``tree``, a parse of :attr:`code` the caller already made, instead of parsing."""
+        self._tree = tree
+
     def text(self, scope: str) -> str:
         return self.response if scope == "response" and self.response is not None else self.code
 

@@ -89,7 +89,7 @@ ERRORS: tuple[tuple[str, str, str], ...] = (
     ("cvb_engine.local", "LocalModelError", ""),
     ("cvb_engine.rescore", "RescoreError", ""),
     ("cvb_engine.results", "ResultsFileError", ""),
-    ("cvb_engine.runner", "RunError", ""),
+    ("cvb_engine.run.errors", "RunError", ""),
     ("cvb_engine.sandbox", "SandboxError", ""),
     ("cvb_engine.scenario", "ScenarioError", "scenarios do not load:\n"),
     ("cvb_engine.store", "StoreError", ""),

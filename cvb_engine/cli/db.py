@@ -114,4 +114,9 @@ def cmd_db(args: argparse.Namespace) -> int:
         print(
             f"  skipped {terminal_text(run_id, multiline=False)}: the target has a run with this id and a different matrix"
         )
-    return 1 if report.runs_conflicting else 0
+    for run_id, why in report.runs_refused:
+        print(
+            f"  refused {terminal_text(run_id, multiline=False)}: "
+            f"{terminal_text(why, multiline=False)} (nothing of it was written)"
+        )
+    return 1 if report.runs_conflicting or report.runs_refused else 0

@@ -28,7 +28,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
 @command("serve-local", _serve_args)
 def cmd_serve_local(args: argparse.Namespace) -> int:
     """Serve the bundled SmolLM2-135M model on 127.0.0.1 (OpenAI-compatible)."""
-    from cvb_engine.local import LOCAL_ALIAS, is_serving, start_server, stop_server
+    from cvb_engine.local import LOCAL_ALIAS, is_serving, serve_until_stopped, start_server
 
     base_url = f"http://127.0.0.1:{args.port}/v1"
     if is_serving(base_url):
@@ -38,12 +38,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
         f"serving {LOCAL_ALIAS} at {base_url}  (preset: --endpoint local; Ctrl-C stops it)",
         flush=True,
     )
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        stop_server(proc)
+    return serve_until_stopped(proc)
 
 
 # --------------------------------------------------------------------------- demo

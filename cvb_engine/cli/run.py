@@ -1,5 +1,5 @@
 """``cvb run``: the benchmark matrix against an OpenAI-compatible endpoint
-(:class:`cvb_engine.runner.BenchmarkRun` runs it; ``--dry-run`` prints it).
+(:class:`cvb_engine.run.BenchmarkRun` runs it; ``--dry-run`` prints it).
 
 ``python -m cvb_engine.runner`` is this command too.
 """
@@ -16,10 +16,11 @@ from cvb_engine.arms import join_arm_items
 from cvb_engine.cli import CliError, command
 from cvb_engine.cli.common import add_sandbox_argument
 from cvb_engine.kinds import RunStatus
+from cvb_engine.run.execute import BenchmarkRun, RunOutcome
+from cvb_engine.run.progress import TerminalProgress
 from cvb_engine.run_ids import run_id_arg
 from cvb_engine.run_options import DEFAULT_OPTIONS as D
 from cvb_engine.run_options import RunOptions, flag
-from cvb_engine.runner import BenchmarkRun, RunOutcome, TerminalProgress
 from cvb_engine.safe_text import terminal_text
 
 
@@ -174,7 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sqlmodel import Session
 
     from cvb_engine.results import export_results, write_json_atomic
-    from cvb_engine.runner import print_dry_run
+    from cvb_engine.run.dry_run import print_dry_run
     from cvb_engine.store import get_engine
 
     bench = BenchmarkRun(

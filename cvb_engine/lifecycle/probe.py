@@ -20,7 +20,8 @@ from cvb_engine.endpoints import (
     key_variable_problem_or_error,
     read_key,
 )
-from cvb_engine.runner import RunError, probe_catalog
+from cvb_engine.run.client import probe_catalog
+from cvb_engine.run.errors import RunError
 from cvb_engine.store import Run
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

@@ -2,7 +2,7 @@
 
 A program, not a module of the studio: :mod:`cvb_engine.sandbox.launch` reads
 this file as text and runs it with ``python -S -P -c``, alone (a one-shot
-launch, through ``_harness``) or in front of :mod:`cvb_engine.sandbox.zygote`.
+launch, through ``run_harness``) or in front of :mod:`cvb_engine.sandbox.zygote`.
 It runs with the standard library only and never imports ``cvb_engine``.
 
 Everything it needs after the solution starts running is bound to locals
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 
-def _harness(
+def run_harness(
     workdir: str, nonce_fd: str | int, result_fd: str | int, mode: str, limits: str, path: str
 ) -> None:
     """Run ``.cvb-solution`` then ``.cvb-test`` from the working directory; report on ``result_fd``.

@@ -39,7 +39,7 @@ def _program(*files: str, entry: str) -> str:
 
 
 #: A one-shot launch: the harness is the whole program.
-HARNESS_PROGRAM = _program("harness.py", entry="_harness")
+HARNESS_PROGRAM = _program("harness.py", entry="run_harness")
 #: A zygote: the harness, and the loop that forks it once per execution.
 ZYGOTE_PROGRAM = _program("harness.py", "zygote.py", entry="_zygote")
 

@@ -39,8 +39,8 @@ from the zygote is one line.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    # in the program, _harness is defined just before this file's text
-    from cvb_engine.sandbox.harness import _harness
+    # in the program, run_harness is defined just before this file's text
+    from cvb_engine.sandbox.harness import run_harness
 
 
 def _zygote(ctl_fd: str, path: str, root: str, mounts: str = "") -> None:
@@ -147,7 +147,7 @@ def _zygote(ctl_fd: str, path: str, root: str, mounts: str = "") -> None:
                 os.setsid()
             except BaseException:
                 os._exit(71)
-            _harness(workdir, nonce_fd, result_fd, "direct", limits, path)
+            run_harness(workdir, nonce_fd, result_fd, "direct", limits, path)
             os._exit(70)
         for fd in fds:
             os.close(fd)

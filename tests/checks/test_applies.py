@@ -57,6 +57,13 @@ SHARED = [
         id="set-up-only",
     ),
     pytest.param(
+        "import threading\nclass Worker(threading.Thread):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.n = n\n        self.result = None\n"
+        "    def run(self):\n        self.result = self.n * 2",
+        False,
+        id="thread-hands-back-its-result",
+    ),
+    pytest.param(
         "def helper(items):\n    items.sort()\n    return items",
         False,
         id="parameter-of-a-plain-function",

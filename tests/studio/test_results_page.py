@@ -30,6 +30,7 @@ from streamlit.testing.v1 import AppTest
 from cvb_engine import cli
 from cvb_engine.prompts import build_messages, messages_sha256
 from cvb_engine.runner import BenchmarkRun, RunOptions
+from cvb_engine.safe_text import csv_cell
 from cvb_engine.scenario import ARMS, CANARY, CVB_CATEGORIES, load_library
 from cvb_engine.store import dispose_engines
 
@@ -676,7 +677,7 @@ def test_the_csv_export_neutralizes_formula_cells(
         dispose_engines()
     assert len(rows) == 84
     cells = [r[column] for r in rows]
-    assert "'" + value in cells and value not in cells
+    assert csv_cell(value) in cells and csv_cell(value).startswith("'") and value not in cells
 
 
 def test_an_empty_store_says_how_to_get_a_run(

@@ -65,7 +65,7 @@ def string_kind_of(node: ast.expr, lookup: _StringLookup, depth: int = 0) -> str
             for v in node.values
         )
         return "dynamic" if dynamic else "literal"
-    if placeholder_list(node, depth):
+    if isinstance(node, ast.Call | ast.BinOp | ast.Subscript) and placeholder_list(node, depth):
         return "literal"
     if isinstance(node, ast.Name):
         return lookup(node.id)

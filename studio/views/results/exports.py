@@ -14,6 +14,7 @@ from cvb_engine import (
     Summary,
     aggregates,
     export_results,
+    file_stem,
     html_report,
     ivr_markdown,
     ivr_results,
@@ -78,7 +79,10 @@ def render(ctx: ResultsContext) -> None:
     meta = {"run": ", ".join(run_ids), "prompt version": ", ".join(prompt_versions)}
     title = f"CVB results: {', '.join(run_ids)}"
     scenario_root = str(state.scenarios_root())
-    stem = "-".join(run_ids) if len(run_ids) <= 3 else f"{run_ids[0]}-and-{len(run_ids) - 1}"
+    # file names from checked ids only (a stored id may predate the rule, or be hostile)
+    stems = [file_stem(r) for r in run_ids]
+    stem = "-".join(stems) if len(stems) <= 3 else f"{stems[0]}-and-{len(stems) - 1}"
+    export_stem = file_stem(export_run)
     e1, e2, e3, e4 = st.columns(4)
     e1.download_button(
         "Markdown report",
@@ -94,23 +98,23 @@ def render(ctx: ResultsContext) -> None:
     e2.download_button(
         "Results file (JSON)",
         partial(json_export, url, export_run),
-        file_name=f"{export_run}.json",
+        file_name=f"{export_stem}.json",
         mime="application/json",
         key="results_dl_json",
         icon=":material/data_object:",
         on_click=downloaded,
-        args=(f"{export_run}.json",),
+        args=(f"{export_stem}.json",),
         width="stretch",
     )
     e3.download_button(
         "Records (CSV)",
         partial(csv_export, url, export_run),
-        file_name=f"{export_run}.csv",
+        file_name=f"{export_stem}.csv",
         mime="text/csv",
         key="results_dl_csv",
         icon=":material/table:",
         on_click=downloaded,
-        args=(f"{export_run}.csv",),
+        args=(f"{export_stem}.csv",),
         width="stretch",
     )
     e4.download_button(

@@ -15,6 +15,8 @@ from studio.components.code_view import Mark, code_html
 from studio.components.text import block, plain
 from studio.views.results.context import ResultsContext
 
+#: The most arms one cell shows side by side (a store may name thousands).
+MAX_ARMS_SHOWN = 12
 OUTCOME_WORDS = {"answered": "answered", "unparseable": "unparseable", "no-code": "no code"}
 
 
@@ -129,6 +131,18 @@ def show_record(summary: Summary, record: CellRecord | None, arm: str) -> None:
     )
     st.markdown(verdict)
     st.html(badges_html(record))
+    left_out = [
+        f"{n:,} more {what} not shown"
+        for n, what in (
+            (record.constraints_omitted, "constraints"),
+            (record.spans_omitted, "evidence spans"),
+        )
+        if n
+    ]
+    if record.malformed:
+        left_out.append("some stored evidence did not read and is left out")
+    if left_out:
+        st.caption(" · ".join(left_out) + " (the results file holds every one).")
     empty = (
         "# (the agent never wrote the named file)"
         if record.agent is not None
@@ -185,18 +199,20 @@ def render(ctx: ResultsContext) -> None:
             "One arm per row (for long lines)", key="results_sbs_stacked", value=False
         )
         records = cache.cell(url, run_pick, model, sid, int(rep), version)
-        slots = (
-            [st.container() for _ in choices.arms]
-            if stacked
-            else st.columns(len(choices.arms), gap="small")
-        )
-        for slot, arm in zip(slots, choices.arms, strict=True):
+        shown = choices.arms[:MAX_ARMS_SHOWN]
+        if len(choices.arms) > len(shown):
+            st.caption(
+                f"{len(choices.arms) - len(shown):,} more arms not shown: the first "
+                f"{len(shown)} are, side by side (the results file holds every one)."
+            )
+        slots = [st.container() for _ in shown] if stacked else st.columns(len(shown), gap="small")
+        for slot, arm in zip(slots, shown, strict=True):
             with slot:
                 show_record(summary, records.get(arm), arm)
 
         st.subheader("Diff between two arms")
         d1, d2, _ = st.columns([1, 1, 2])
-        present = [a for a in choices.arms if a in records]
+        present = [a for a in shown if a in records]
         a_arm = d1.selectbox("From", present, index=0, key="results_sbs_diff_a")
         b_arm = d2.selectbox("To", present, index=len(present) - 1, key="results_sbs_diff_b")
         failed = [a for a in (a_arm, b_arm) if a and records[a].status != "ok"]

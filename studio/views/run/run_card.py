@@ -38,6 +38,7 @@ BadgeColor = Literal["blue", "green", "orange", "red", "gray"]
 STATE_BADGES: dict[str, tuple[str, BadgeColor, str]] = {
     "running": ("running", "blue", ":material/autorenew:"),
     "finished": ("finished", "green", ":material/check_circle:"),
+    "incomplete": ("incomplete", "orange", ":material/pending:"),
     "cancelled": ("cancelled", "orange", ":material/pause_circle:"),
     "failed": ("failed", "red", ":material/error:"),
     "died": ("died", "red", ":material/heart_broken:"),
@@ -141,6 +142,12 @@ def run_card(ctx: RunContext, detail: RunDetail, launch: Launch | None, is_start
                 f"The run's process died ({plain(p.died_reason)}). Everything it finished is stored; "
                 f"resume it to send the {p.missing} missing cells.",
                 icon=":material/heart_broken:",
+            )
+        elif p.state == "incomplete":
+            st.info(
+                f"The sending ended with {p.missing} cells without a successful record; "
+                "resume the run to send them.",
+                icon=":material/pending:",
             )
         elif p.state == "failed":
             where = "its log below" if launch is not None else "the terminal that started it"
