@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from cvb_engine.agent.metrics import is_agent_arm
     from cvb_engine.agent.trace import AgentTrace
     from cvb_engine.agent.trace import ToolCall as AgentToolCall
+    from cvb_engine.agent.trace import read_any as agent_read_any
+    from cvb_engine.agent.trace import read_flags as agent_read_flags
+    from cvb_engine.agent.trace import read_trace as read_agent_trace
     from cvb_engine.arms import ArmError, arm_kind, arm_order, canonical_arm, parse_arm
     from cvb_engine.arms.layered import TOOL_NAME as MEMORY_TOOL_NAME
     from cvb_engine.arms.layered import LayerParams, layer_spec
@@ -210,8 +213,12 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "AgentTrace": "cvb_engine.agent.trace",
     "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
+    "agent_read_any": "cvb_engine.agent.trace:read_any",
+    "agent_read_flags": "cvb_engine.agent.trace:read_flags",
+    "read_agent_trace": "cvb_engine.agent.trace:read_trace",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
     "CANARY": "cvb_engine.scenario",
@@ -253,7 +260,6 @@ _WHERE: dict[str, str] = {
     "MAX_SCENARIO_BYTES": "cvb_engine.scenario:MAX_FILE_BYTES",
     "MEMORY_NOTE": "cvb_engine.report.tables",
     "AGENT_NOTE": "cvb_engine.report.tables",
-    "AgentTrace": "cvb_engine.agent.trace",
     "AgentToolCall": "cvb_engine.agent.trace:ToolCall",
     "agent_tables": "cvb_engine.report.tables",
     "is_agent_arm": "cvb_engine.agent.metrics",
@@ -490,6 +496,8 @@ __all__ = [
     "Trace",
     "TraceCall",
     "accuracy_table",
+    "agent_read_any",
+    "agent_read_flags",
     "agent_tables",
     "aggregates",
     "allowed_from_env",
@@ -579,6 +587,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_agent_trace",
     "read_delivery",
     "read_trace",
     "recent_launches",

@@ -488,12 +488,12 @@ class CellRecord:
     # data; None when there is none or it does not read (memory_unreadable says which)
     memory: Trace | None = None
     memory_unreadable: bool = False
+    # which constraints' notes reached the model whole (incentivized stale=/budget=)
+    delivery: Delivery | None = None
     # the agent episode (agent arm), read as untrusted data; None when there is none or
     # it does not read (agent_unreadable says which)
     agent: AgentTrace | None = None
     agent_unreadable: bool = False
-    # which constraints' notes reached the model whole (incentivized stale=/budget=)
-    delivery: Delivery | None = None
     # past the view's budget: constraints and evidence spans left out, and whether a
     # stored value did not read (shown as missing, never as a crash)
     constraints_omitted: int = 0
@@ -755,7 +755,7 @@ def cell_records(
             delivery=delivery,
             memory_unreadable=bool(r.memory_json) and trace is None and delivery is None,
             agent=(episode := read_agent_trace(r.agent_json)),
-            agent_unreadable=bool(r.agent_json) and episode is None,
+            agent_unreadable=isinstance(r.agent_json, str) and bool(r.agent_json) and not episode,
             constraints_omitted=max(0, len(listed) - MAX_CONSTRAINTS_SHOWN),
             spans_omitted=omitted.get(rid, 0),
             malformed=rid in malformed,

@@ -22,6 +22,9 @@ Agents (the model name picks one):
                then writes code that follows nothing.
 ``endless``    calls ``list_files`` forever, ``tool_choice: "none"`` included.
 ``talker``     answers with a code block and never calls a tool.
+``garbled``    sends malformed tool calls (no function, a name that is no string, arguments
+               as an object or null) beside one good write, then a 300,000-character answer.
+``broken``     writes, then answers every later request with a body that is not JSON.
 
 What "follows a rule" writes is chosen from a solutions table by the module the
 task names (``Write the solution in `pkg/mod.py`.``): the first variant whose
@@ -66,6 +69,8 @@ AGENTS = (
     "hostile",
     "endless",
     "talker",
+    "garbled",
+    "broken",
 )
 
 HTTPX_RULE = "standardized on httpx"
@@ -219,7 +224,7 @@ def plan(
             calls = [write]
         else:
             calls = "Done."
-    elif agent in ("writer", "messages"):
+    elif agent in ("writer", "messages", "broken"):
         calls = [write] if n == 0 else "Done."
     elif agent == "tester":
         if n == 0:
@@ -240,7 +245,7 @@ def plan(
     if isinstance(calls, str):
         return calls
     seen = talk.seen(tools=agent not in ("writer", "messages", "tester", "hostile"))
-    if agent in ("ignorer", "writer", "hostile"):
+    if agent in ("ignorer", "writer", "hostile", "broken"):
         seen = ""
     return [
         (
@@ -301,6 +306,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no model {agent}", "type": "not_found"}})
             return
         talk = Conversation(request)
+        if agent == "broken" and talk.rounds >= 1:
+            data = b'{"choices": [{"message": {"content": "cut'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if agent == "garbled":
+            self._garbled(talk)
+            return
         step = plan(agent, talk, owner.table, owner.query)
         message: dict[str, Any] = {"role": "assistant", "content": None}
         if isinstance(step, str):
@@ -335,6 +351,39 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             },
         )
+
+    def _garbled(self, talk: Conversation) -> None:
+        if talk.rounds == 0:
+            code = solution(talk.target, "", self.server.owner.table, talk.own)
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"type": "function"},
+                    {"id": "x", "function": {"name": 5, "arguments": "{}"}},
+                    "not an object",
+                    {
+                        "id": "good",
+                        "type": "function",
+                        "function": {
+                            "name": "write_file",
+                            "arguments": {"path": talk.target, "content": code},
+                        },
+                    },
+                    {
+                        "id": "nul",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": None},
+                    },
+                ],
+            }
+        else:
+            message = {"role": "assistant", "content": "A" * 300_000}
+        self._json(
+            200,
+            {"id": "g", "object": "chat.completion", "model": "garbled",
+             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]},
+        )  # fmt: skip
 
 
 class _Server(ThreadingHTTPServer):

@@ -185,7 +185,9 @@ class AgentRun:
         variant = parse_arm(arm)
         params: Any = variant.params
         pool = self.arm_context.pool if params.load else ()
-        ws = build_workspace(scenario, params.rules, params.load, params.position, pool)
+        ws = build_workspace(
+            scenario, params.rules, params.load, params.position, pool, params.stale
+        )
         messages = [
             Message(role=m["role"], content=m["content"])
             for m in variant.build(scenario, self.arm_context)

@@ -23,8 +23,9 @@ What it holds (every path relative to the workspace root)::
 
 The notes are the incentivized arm's, drawn the same way
 (:func:`cvb_engine.memory_notes.memory_notes`): the scenario's constraints
-phrased as memory among ``load`` pool distractors at ``position``, each shown as
-``- Decision n (label): text``. The same scenario and parameters give the same
+phrased as memory among ``load`` pool distractors at ``position`` (with
+``stale=``, beside or instead of the decisions they replaced), each shown as
+the incentivized arm shows it, ``- Decision n (label): text``. The same scenario and parameters give the same
 bytes (:attr:`Workspace.sha256`). The file to write exists as a stub holding
 only a docstring: the agent's solution is the file's final content when it
 differs from the stub; a file left as it was was never written.
@@ -41,9 +42,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cvb_engine.agent.trace import ConstraintPlace, RulesFile
+from cvb_engine.arms import ArmError
 from cvb_engine.arms.incentivized import MEMORY_HEADER
-from cvb_engine.memory_notes import MemoryNote as Note
-from cvb_engine.memory_notes import memory_notes
+from cvb_engine.memory_notes import MemoryNote, NoteKind, Stale, memory_notes
 from cvb_engine.prompts import INCENTIVIZED_ITEM, task_block
 from cvb_engine.scenario import Scenario
 
@@ -165,18 +166,30 @@ class Workspace:
         return atimes
 
 
-def _places(path: str, text: str, notes: list[tuple[Note, str]]) -> list[ConstraintPlace]:
-    """Where each constraint note's line(s) sit in ``text`` (1-based, inclusive)."""
+def note_line(n: int, note: MemoryNote) -> str:
+    """A note as the incentivized arm lists it."""
+    return INCENTIVIZED_ITEM.format(n=n, cid=note.label, text=note.text)
+
+
+def _is_rule(note: MemoryNote) -> bool:
+    """A constraint's current note: what "read the rule" is about (a superseded note
+    states the decision the constraint replaced)."""
+    return note.kind == NoteKind.CURRENT and note.constraint_id is not None
+
+
+def _places(path: str, text: str, notes: list[tuple[MemoryNote, str]]) -> list[ConstraintPlace]:
+    """Where each constraint's current note sits in ``text`` (1-based lines, inclusive)."""
     places = []
     start = 0
     for note, line in notes:
-        if note.constraint_id is None:
+        if not _is_rule(note):
+            start = text.index(line, start) + len(line)
             continue
         at = text.index(line, start)
         first = text.count("\n", 0, at) + 1
         places.append(
             ConstraintPlace(
-                constraint_id=note.constraint_id,
+                constraint_id=note.constraint_id or "",
                 path=path,
                 line=first,
                 end_line=first + line.count("\n"),
@@ -186,13 +199,9 @@ def _places(path: str, text: str, notes: list[tuple[Note, str]]) -> list[Constra
     return places
 
 
-def note_line(n: int, note: Note) -> str:
-    """A note as the memory shows it (``- Decision n (label): text``), as the incentivized
-    arm writes it."""
-    return INCENTIVIZED_ITEM.format(n=n, cid=note.label, text=note.text)
-
-
-def _notes_file(path: str, template: str, notes: list[Note], **fields: Any) -> tuple[str, Any]:
+def _notes_file(
+    path: str, template: str, notes: list[MemoryNote], **fields: Any
+) -> tuple[str, Any]:
     lines = [(note, note_line(i, note)) for i, note in enumerate(notes, start=1)]
     text = template.format(
         header=MEMORY_HEADER, notes="\n".join(line for _, line in lines), **fields
@@ -206,6 +215,7 @@ def build_workspace(
     load: int = 0,
     position: str = "spread",
     pool: Sequence[Any] = (),
+    stale: Stale | None = None,
 ) -> Workspace:
     """The workspace of ``scenario`` with its memory placed by ``rules``.
 
@@ -232,16 +242,19 @@ def build_workspace(
             package=PACKAGE, module=module, name=scenario.entry_point or module, body=body
         )
 
-    notes = memory_notes(scenario, load=load, position=position, pool=pool)
+    try:
+        notes = memory_notes(scenario, load=load, position=position, stale=stale, pool=pool)
+    except ValueError as exc:
+        raise ArmError(str(exc)) from None
     rules_files: list[RulesFile] = []
     places: list[ConstraintPlace] = []
 
-    def add(path: str, text: str, lines: list[tuple[Note, str]]) -> None:
+    def add(path: str, text: str, lines: list[tuple[MemoryNote, str]]) -> None:
         files[path] = text
         rules_files.append(
             RulesFile(
                 path=path,
-                constraints=tuple(n.constraint_id for n, _ in lines if n.constraint_id),
+                constraints=tuple(n.constraint_id or "" for n, _ in lines if _is_rule(n)),
                 notes=len(lines),
             )
         )
@@ -255,7 +268,7 @@ def build_workspace(
         add("README.md", readme + section, lines)
     elif rules == "nested":
         others = [n for n in notes if n.constraint_id is None]
-        facts = [n for n in notes if n.constraint_id is not None]
+        facts = [n for n in notes if n.constraint_id is not None]  # superseded ones too
         add("AGENTS.md", *_notes_file("AGENTS.md", RULES_TITLE, others, name="AGENTS.md"))
         inner = f"{PACKAGE}/AGENTS.md"
         add(inner, *_notes_file(inner, NESTED_NOTE, facts, package=PACKAGE))

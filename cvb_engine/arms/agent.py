@@ -10,9 +10,9 @@ scored by the scenario's checks. Its parameters:
     where the project memory lives: ``agents-md`` (``AGENTS.md``), ``claude-md``,
     ``adr`` (decision records), ``readme`` (a Conventions section), ``nested``
     (the package's ``AGENTS.md``; the root one holds only distractors).
-``load``, ``position``
+``load``, ``position``, ``stale``
     the incentivized arm's draw: ``load`` pool distractors, the constraints at
-    ``position`` among them.
+    ``position`` among them, the decisions they replaced beside them or instead.
 ``preload``
     also put the root rules file in the system message, as several agent tools do.
 ``steps``
@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from cvb_engine.agent.workspace import Rules, build_workspace, task_message
 from cvb_engine.arms import ArmContext, Message, register_arm
 from cvb_engine.arms.incentivized import Position
+from cvb_engine.memory_notes import Stale
 from cvb_engine.scenario import Scenario
 
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -48,11 +49,21 @@ class Params(BaseModel):
     rules: Rules = Field("agents-md", description="where the project memory lives")
     load: int = Field(0, ge=0, le=2000, description="distractor notes from the memory pool")
     position: Position = Field("spread", description="where the constraints sit among them")
+    stale: Stale | None = Field(
+        None,
+        description="the decisions the constraints replaced: beside them (with) or instead (only)",
+    )
     preload: bool = Field(False, description="the root rules file also in the system message")
     steps: int = Field(12, ge=1, le=100, description="tool rounds before the final answer")
     command: str | None = Field(None, description="your own agent program, run in the workspace")
     timeout: float = Field(600.0, gt=0, le=7200, description="seconds the command may run")
     env: str | None = Field(None, description="variables passed to the command, a:b:c")
+
+    @field_validator("stale", mode="before")
+    @classmethod
+    def _none(cls, value: object) -> object:
+        # ``stale=none`` names the default, so a sweep can include it (as incentivized)
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "") else value
 
     @field_validator("command", "env")
     @classmethod
@@ -91,7 +102,9 @@ def agent_messages(scenario: Scenario, params: Params, context: ArmContext) -> l
     from cvb_engine.agent.episode import system_message
 
     pool = context.pool if params.load else ()
-    workspace = build_workspace(scenario, params.rules, params.load, params.position, pool)
+    workspace = build_workspace(
+        scenario, params.rules, params.load, params.position, pool, params.stale
+    )
     task = task_message(scenario, workspace.targets)
     if params.command:
         return [{"role": "user", "content": task}]

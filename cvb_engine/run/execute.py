@@ -283,7 +283,7 @@ class BenchmarkRun:
     async def execute(self) -> RunOutcome:
         # Before the first request: a run whose answers cannot be judged sends nothing.
         self.sandbox_name = self.sandbox_backend()
-        from cvb_engine.agent.run import agent_arms_problem
+        from cvb_engine.agent.run import agent_arms_problem  # agent@command needs bwrap
 
         if problem := agent_arms_problem(self.arms):
             raise RunError(problem)
@@ -439,8 +439,9 @@ class BenchmarkRun:
                 )
 
             # ---- arm dispatch: an arm whose messages are not fixed in advance answers
-            # through its own loop (memory layers: cvb_engine.memory_run); every other
-            # arm sends its prepared messages once. A new live arm kind goes here.
+            # through its own loop (memory layers: cvb_engine.memory_run; agent episodes:
+            # cvb_engine.agent.run); every other arm sends its prepared messages once. A new
+            # live arm kind goes here.
             if is_agent_arm(arm):
                 result = await agents.answer(self.library[sid].scenario, arm, model, send)
             elif arm in layers:

@@ -249,3 +249,47 @@ def test_the_dry_run_says_what_an_agent_cell_does(tmp_path: Path, scenarios: Pat
     )
     assert "up to 4 requests a cell (3 tool rounds)" in text and "preloaded" in text
     assert "runs './x.sh' in the workspace (rules=agents-md), up to 30s a cell" in text
+
+
+def test_malformed_tool_calls_and_huge_replies_are_data(tmp_path: Path, scenarios: Path) -> None:
+    recs = run_agents(tmp_path, scenarios, ["garbled"], ["agent"])
+    rec = recs[("garbled", "agent")]
+    trace = rec["trace"]
+    assert rec["status"] == "ok"
+    # the malformed calls were skipped by the reply parser; the good write and the
+    # null-arguments read reached the tools
+    assert [c.name for c in trace.calls] == ["write_file", "read_file"]
+    assert not trace.calls[0].refused and trace.calls[1].refused
+    assert rec["code"] == FETCH_VIOLATING and trace.files
+    assert trace.final_text is not None and len(trace.final_text) <= 8_000
+    assert len(rec["response"]) <= 8_000
+
+
+def test_a_broken_server_mid_episode_is_an_error_record_with_its_trace(
+    tmp_path: Path, scenarios: Path
+) -> None:
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    with ScriptedAgent() as agent:
+        opts = options(agent.base_url, scenarios, db, models=["broken"], arms=["agent"])
+        execute(opts.model_copy(update={"max_attempts": 2}))
+    rec = agent_records(db)[("broken", "agent")]
+    assert rec["status"] == "error" and "after 2 attempts" in rec["error"]
+    trace = rec["trace"]
+    assert trace.ended_by == "error" and trace.error == rec["error"]
+    assert trace.steps == 1 and trace.calls[0].name == "write_file"
+    assert rec["strict"] is None  # an error record is not scored: retried with --retry-errors
+
+
+def test_cvb_score_rejudges_agent_records_from_their_files(tmp_path: Path, scenarios: Path) -> None:
+    """Re-scoring reads the files in the trace, never the reply: same verdicts."""
+    from cvb_engine.rescore import rescore_run
+    from cvb_engine.scenario import load_library
+
+    recs = run_agents(tmp_path, scenarios, ["reader", "writer", "talker"], ["agent"])
+    before = {k: (r["strict"], r["outcome"], r["code"]) for k, r in recs.items()}
+    db = f"sqlite:///{tmp_path / 'cvb.db'}"
+    done = rescore_run("r1", load_library(scenarios), db=db)
+    assert done.scored == 3 and done.verdicts_changed == 0
+    after = {k: (r["strict"], r["outcome"], r["code"]) for k, r in agent_records(db).items()}
+    assert after == before
+    assert before[("talker", "agent")][1] == "no-code"  # its reply's code block is not scored

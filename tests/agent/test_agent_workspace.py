@@ -107,7 +107,7 @@ def test_the_notes_are_the_incentivized_arms_draw(
     assert notes in ws.files["AGENTS.md"]
     # and the adr records hold the same notes, in the same order
     adr = build_workspace(scenario, "adr", load, position, context.pool)
-    texts = [adr.files[r.path].split("\n\n")[-1].strip() for r in adr.rules_files]
+    texts = [adr.files[r.path].split("\n\n", 3)[-1].strip() for r in adr.rules_files]
     assert texts == [line.split("): ", 1)[1] for line in notes.splitlines()]
 
 
@@ -194,3 +194,26 @@ def test_run_tests_runs_the_workspace_tests_in_the_sandbox(
 def test_run_tests_without_tests_says_so(library: dict[str, Scenario], tmp_path: Path) -> None:
     build_workspace(library["http-client-choice"]).write(tmp_path)
     assert asyncio.run(run_workspace_tests(tmp_path)) == NO_TESTS
+
+
+@pytest.mark.parametrize("stale", ["with", "only"])
+def test_stale_notes_sit_in_the_rules_file_and_are_not_the_rule(
+    library: dict[str, Scenario], pool: tuple[object, ...], stale: str
+) -> None:
+    scenario = library["http-client-choice"]
+    with_old = [c for c in scenario.constraints if c.superseded]
+    assert with_old, "the shipped scenario has a superseded note"
+    ws = build_workspace(scenario, "agents-md", 4, "spread", pool, stale)  # type: ignore[arg-type]
+    text = ws.files["AGENTS.md"]
+    for c in with_old:
+        assert " ".join((c.superseded or "").split()) in text
+    placed = {p.constraint_id for p in ws.constraints}
+    if stale == "with":  # the current note is there too, and it is the one placed
+        assert placed == {c.id for c in scenario.constraints}
+        for p in ws.constraints:
+            assert "2026-01:" in text.splitlines()[p.line - 1] or p.constraint_id not in {
+                c.id for c in with_old
+            }
+    else:  # only the old decision: reading it is not reading the rule
+        assert placed == {c.id for c in scenario.constraints if not c.superseded}
+    assert parse_arm(f"agent@stale={stale}").name == f"agent@stale={stale}"
