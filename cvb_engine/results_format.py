@@ -37,7 +37,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from cvb_engine.agent.trace import AgentTrace
 from cvb_engine.extract import Outcome
 from cvb_engine.kinds import ErrorKind, RecordStatus
-from cvb_engine.memory_trace import Trace
+from cvb_engine.memory_trace import Delivery, Trace
 from cvb_engine.run_ids import RunIdError, check_run_id, scenario_id_problem
 from cvb_engine.safe_text import terminal_text
 
@@ -187,7 +187,8 @@ def _any_object(value: object) -> object:
 
 
 MemoryTrace = Annotated[
-    dict[str, Any] | None, PlainValidator(_any_object, json_schema_input_type=Trace | None)
+    dict[str, Any] | None,
+    PlainValidator(_any_object, json_schema_input_type=Trace | Delivery | None),
 ]
 
 
@@ -227,8 +228,10 @@ class RecordEntry(_Model):
     """What failed for an error record: the endpoint (``api``; also when absent) or the
     memory layer (``memory``); null for an ok record."""
     memory: MemoryTrace = None
-    """The memory trace as stored (:mod:`cvb_engine.memory_trace`); null for arms
-    without a layer. An object of another shape reads as unavailable."""
+    """The memory trace as stored (:mod:`cvb_engine.memory_trace`): a memory layer's trace
+    (memory, memory-tool), or an incentivized ``stale=`` / ``budget=`` variant's delivery
+    flags per constraint (:class:`~cvb_engine.memory_trace.Delivery`); null for other arms.
+    An object of another shape reads as unavailable."""
     agent: AgentTraceValue = None
     """The agent episode as stored (:class:`cvb_engine.agent.trace.AgentTrace`: transcript,
     files written, steps, tokens, per-constraint read flags); null for the other arms. An
