@@ -42,10 +42,9 @@ from cvb_engine.metrics import (
 )
 from cvb_engine.report.notes import ReportNotes, limitations_of, sandbox_label, weaker_backends
 from cvb_engine.results import (
-    db_delivery_rows,
     db_ivr_rows,
-    db_memory_rows,
     db_tallies,
+    db_trace_rows,
     run_scenario_ids,
     scoring_versions,
 )
@@ -208,8 +207,7 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     """Tallies aggregated in SQL, then every metric (the engine's own functions)."""
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
-    traces = db_memory_rows(session, ids) + db_delivery_rows(session, ids)
-    summary = summarize(tallies, ctallies, traces=traces)
+    summary = summarize(tallies, ctallies, traces=db_trace_rows(session, ids))
     runs = [(run, rid) for rid in ids if (run := session.get(Run, rid)) is not None]
     return Aggregates(
         run_ids=ids,
