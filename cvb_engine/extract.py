@@ -469,7 +469,10 @@ def _foreign(lines: list[str]) -> bool:
     """Whether lines that do not parse as Python read as another language's code: most
     of them look like C-family or SQL lines and almost none like Python's own."""
     foreign = sum(bool(_FOREIGN_LINE.match(ln)) for ln in lines)
-    python = sum(bool(_PYTHON_LINE.match(ln)) for ln in lines)
+    # a ``return x;`` or ``if (x) {`` line is C-family's, though it starts as Python's would
+    python = sum(
+        bool(_PYTHON_LINE.match(ln)) and not ln.rstrip().endswith((";", "{")) for ln in lines
+    )
     return foreign * 2 >= len(lines) and python * 5 <= len(lines)
 
 

@@ -348,6 +348,12 @@ CSHARP = (
     '            Console.WriteLine("hi");\n        }\n    }\n}'
 )
 JS = "function add(a, b) {\n  const s = a + b;\n  console.log(s);\n  return s;\n}"
+# short enough that its one ``return ...;`` line once outweighed the rest as Python's
+JS_SHORT = (
+    "async function statuses(urls) {\n"
+    "  const r = await Promise.all(urls.map((u) => fetch(u)));\n"
+    "  return r.map((x) => x.status);\n}"
+)
 SQL_TEXT = "SELECT id, email\nFROM users\nWHERE email = ?;"
 JSON_CODE = '{"code": "import os\\n\\ndef home():\\n    return os.path.expanduser(\\"~\\")\\n"}'
 SETTINGS = (
@@ -414,6 +420,7 @@ BLOCK_SHAPES = [
     ),
     ("untagged-csharp", f"Here is C#:\n{F}\n{CSHARP}\n{F}", None, "no-code", "", "using"),
     ("untagged-javascript", f"{F}\n{JS}\n{F}", None, "no-code", "", "function"),
+    ("untagged-javascript-short", f"{F}\n{JS_SHORT}\n{F}", None, "no-code", "", "function"),
     ("untagged-sql", f"Run this:\n{F}\n{SQL_TEXT}\n{F}", None, "no-code", "", "SELECT"),
     ("json-object-raw", JSON_CODE, None, "answered", "def home():", '"code"'),
     ("json-object-fenced", f"{F}json\n{JSON_CODE}\n{F}", None, "answered", "def home():", "{"),
