@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 from collections.abc import Callable
 
@@ -366,6 +367,10 @@ NOTIFY = (
     "    url = settings.slack_webhooks[environment]\n"
     "    requests.post(url, json={'text': service}, timeout=10)"
 )
+# a list of files at the top level, not under a "files" key
+JSON_FILES = json.dumps(
+    [{"path": "app/settings.py", "content": SETTINGS}, {"path": "app/notify.py", "content": NOTIFY}]
+)
 
 BLOCK_SHAPES = [
     (
@@ -424,6 +429,22 @@ BLOCK_SHAPES = [
     ("untagged-sql", f"Run this:\n{F}\n{SQL_TEXT}\n{F}", None, "no-code", "", "SELECT"),
     ("json-object-raw", JSON_CODE, None, "answered", "def home():", '"code"'),
     ("json-object-fenced", f"{F}json\n{JSON_CODE}\n{F}", None, "answered", "def home():", "{"),
+    (
+        "json-list-of-files-fenced",
+        f"{F}json\n{JSON_FILES}\n{F}",
+        "notify_deploy",
+        "answered",
+        "# app/settings.py\nfrom pydantic_settings",
+        '"path"',
+    ),
+    (
+        "json-list-of-files-raw",
+        JSON_FILES,
+        "notify_deploy",
+        "answered",
+        "# app/notify.py\n",
+        '"content"',
+    ),
     (
         "json-tool-call-arguments",
         '{"name": "python", "arguments": "{\\"code\\": \\"def f():\\\\n    return 1\\"}"}',
