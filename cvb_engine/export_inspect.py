@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cvb_engine.prompts import Message, build_messages, messages_sha256
+from cvb_engine.arms import build_messages
+from cvb_engine.prompts import Message, messages_sha256
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog

@@ -34,7 +34,7 @@ E025   error     a ``superseded`` note that repeats its constraint's text (once
 E026   error     a ``superseded`` note that does not start with its date
                  (``YYYY-MM: ``) or is dated at or after the current notes' date
 E027   error/    a CVB constraint without a ``superseded`` note (an error for the
-       warning   shipped set, a warning while authoring)
+       warning   shipped library, a warning for a team's own scenarios)
 =====  ========  ===============================================================
 
 The project-memory pool (``memory/pool.yaml``, README: Memory arms) is not a scenario;
@@ -63,6 +63,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from cvb_engine.arms import DEFAULT_POOL
 from cvb_engine.checks import python_ast, regex_check
 from cvb_engine.checks.base import CheckResult, Subject, get_kind
 from cvb_engine.memory_notes import CURRENT_AS_OF, SUPERSEDED_DATE
@@ -455,13 +456,28 @@ def _superseded_findings(item: LoadedScenario, ci: int) -> list[Finding]:
 NEAR_REPEAT = 0.9
 
 
+#: The shipped scenario library: where a constraint without a superseded note is an error
+#: (E027); in a team's own folder it is a warning.
+SHIPPED_LIBRARY = DEFAULT_POOL.parent.parent
+
+
+def _in_shipped_library(path: Path) -> bool:
+    try:
+        path.resolve().relative_to(SHIPPED_LIBRARY.resolve())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def lint_set(items: list[LoadedScenario], *, shipped: bool) -> list[Finding]:
     """Rules across files: duplicate ids (E003), the per-category count (E012), and a
-    superseded note on every CVB constraint (E027)."""
+    superseded note on every CVB constraint (E027: an error for the shipped library linted
+    as a set, a warning for any other file)."""
     findings: list[Finding] = []
     for item in items:
         if item.scenario.category not in CVB_CATEGORIES:
             continue  # IVR problems state a task's intent, not a decision that replaced another
+        required = shipped and _in_shipped_library(item.path)
         for ci, c in enumerate(item.scenario.constraints):
             if c.superseded is None:
                 findings.append(
@@ -471,7 +487,7 @@ def lint_set(items: list[LoadedScenario], *, shipped: bool) -> list[Finding]:
                         "E027",
                         f"constraint {c.id!r} has no superseded note (the earlier decision it "
                         "replaced, dated: 'YYYY-MM: ...'), which stale= arms show",
-                        "error" if shipped else "warning",
+                        "error" if required else "warning",
                     )
                 )
     by_id: dict[str, list[LoadedScenario]] = defaultdict(list)

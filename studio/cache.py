@@ -42,6 +42,7 @@ from cvb_engine import (
     scenario_id_problem,
 )
 from cvb_engine import aggregates as _aggregates
+from cvb_engine import authoring as au
 from cvb_engine import cell_choices as _cell_choices
 from cvb_engine import cell_records as _cell_records
 from cvb_engine import compare_groups as _compare_groups
@@ -55,7 +56,6 @@ from cvb_engine import pair_models as _pair_models
 from cvb_engine import pair_runs as _pair_runs
 from cvb_engine import run_costs as _run_costs
 from cvb_engine import verdicts as _verdicts
-from studio import authoring as au
 
 # Figures for a handful of run selections, a few dozen cells.
 AGG_CACHE: dict[str, Any] = {"max_entries": 16, "ttl": 3600, "show_spinner": False}
@@ -71,7 +71,7 @@ def file_report(file_stamp: au.Stamp) -> au.FileReport:
 
 
 def library_view(root: Path, drafts: Path) -> tuple[list[au.LibraryEntry], list[LoadedScenario]]:
-    """:func:`studio.authoring.library_view`, each file's report cached by its stamp."""
+    """:func:`cvb_engine.authoring.library_view`, each file's report cached by its stamp."""
     return au.library_view(root, drafts, report_of=file_report)
 
 

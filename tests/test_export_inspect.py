@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from test_dbtools import cvb
 
-from cvb_engine.arms import ArmContext
+from cvb_engine.arms import ArmContext, build_messages
 from cvb_engine.library import shipped_pool, shipped_root
-from cvb_engine.prompts import build_messages
 from cvb_engine.scenario import load_library
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -327,14 +327,21 @@ def test_superseded_note_lint(tmp_path: Path, valid_text: str, note: str, codes)
     assert [f.severity for f in findings if f.code == "E027"] == ["warning"]
 
 
-def test_a_missing_note_is_an_error_in_the_shipped_set_and_a_warning_while_authoring(
-    tmp_path: Path, valid_text: str
+def test_a_missing_note_is_an_error_in_the_shipped_library_and_a_warning_elsewhere(
+    tmp_path: Path, valid_text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from cvb_engine import lint
+
     _, findings = lint_text(valid_text, tmp_path / "http-client-choice.yaml")
     assert {(f.code, f.severity) for f in findings if f.code == "E027"} == {("E027", "warning")}
     folder = tmp_path / "lib" / "library-choice"
     folder.mkdir(parents=True)
     (folder / "http-client-choice.yaml").write_text(valid_text)
+    # a team's own folder, linted as a set: still a warning
+    own = [f for f in lint_paths([tmp_path / "lib"]) if f.code == "E027"]
+    assert own and all(f.severity == "warning" for f in own)
+    # the shipped library: an error
+    monkeypatch.setattr(lint, "SHIPPED_LIBRARY", tmp_path / "lib")
     shipped = [f for f in lint_paths([tmp_path / "lib"]) if f.code == "E027"]
     assert shipped and all(f.severity == "error" for f in shipped)
 

@@ -32,9 +32,9 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Ge
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState, generate
 
-from cvb_engine.arms import ArmContext, parse_arm
+from cvb_engine.arms import ArmContext, build_messages, parse_arm
 from cvb_engine.library import scenarios_root
-from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
+from cvb_engine.prompts import PROMPT_VERSION, messages_sha256
 from cvb_engine.scenario import ARMS, CVB_CATEGORIES, LoadedScenario, load_library
 from cvb_engine.scoring import SCORING_VERSION, executes_code, score_response
 

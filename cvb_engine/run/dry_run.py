@@ -7,11 +7,10 @@ from typing import TextIO
 
 from sqlmodel import Session, col, select
 
-from cvb_engine.arms import parse_arm
+from cvb_engine.arms import build_messages, parse_arm
 from cvb_engine.cost import TokenEstimate, configured_prices, estimate_tokens, format_cost
 from cvb_engine.endpoints import key_is_set
 from cvb_engine.kinds import RecordStatus
-from cvb_engine.prompts import build_messages
 from cvb_engine.run.errors import RunError
 from cvb_engine.run.execute import BenchmarkRun
 from cvb_engine.run.plan import Matrix
@@ -45,6 +44,10 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
             what = "answers a tool" if variant.kind.name == "memory-tool" else "gives the context"
             key = f", key {_key_line(spec.key_env)}" if spec.key_env else ""
             shown.write(f"layer      {arm}: {spec.label} {what} (not reached in a dry run{key})\n")
+        from cvb_engine.agent.run import describe_agent_arm
+
+        if description := describe_agent_arm(arm):
+            shown.write(f"agent      {arm}: {description}\n")
     try:
         backend = run.sandbox_backend()
         shown.write(f"sandbox    {backend or 'none needed: no scenario executes model code'}\n")

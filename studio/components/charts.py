@@ -663,3 +663,34 @@ def realism_curve(
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=names, title=x_title)
     fig.update_yaxes(range=[0, 1.05])
     return fig
+
+
+def delivery_outcomes(summary: Summary) -> go.Figure:
+    """Where each (record, constraint) pair of a variant with delivery records went, as
+    shares of its pairs: delivered and honored, delivered and **ignored**, not delivered
+    but honored anyway, not delivered and violated (**lost in delivery**)."""
+    fig = go.Figure()
+    stats = summary.delivery
+    labels = [_t(f"{d.model} · {d.arm}") for d in stats]
+    parts = (
+        ("delivered, honored", "#0f7b6c", lambda d: d.delivered.k),
+        ("delivered, ignored", "#c4554d", lambda d: d.delivered.n - d.delivered.k),
+        ("not delivered, honored anyway", "#8c959f", lambda d: d.not_delivered.k),
+        ("not delivered, violated", "#d9730d", lambda d: d.not_delivered.n - d.not_delivered.k),
+    )
+    for name, color, count in parts:
+        counts = [count(d) for d in stats]
+        totals = [d.delivered.n + d.not_delivered.n for d in stats]
+        fig.add_bar(
+            name=name,
+            x=labels,
+            y=[c / t if t else None for c, t in zip(counts, totals, strict=True)],
+            marker_color=color,
+            customdata=[[c, t] for c, t in zip(counts, totals, strict=True)],
+            hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.0%}} (%{{customdata[0]}} of "
+            "%{customdata[1]} constraint notes)<extra></extra>",
+        )
+    _layout(fig, title="Delivered versus ignored: where each constraint went", y_title="share")
+    fig.update_yaxes(range=[0, 1.0], tickformat=".0%")
+    fig.update_layout(barmode="stack")
+    return fig

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cvb_engine import library
-from studio import authoring
+from cvb_engine import authoring, library
 
 
 def test_drafts_of_an_installed_library_go_to_the_user_folder(

@@ -62,6 +62,13 @@ def test_memory_view_draws_the_stale_drop_and_delivered_versus_not(env: None) ->
     # None: a variant with no pair on that side (nothing cut, or nothing delivered)
     assert set(decode(delivered["y"])) - {None} == {1.0}
     assert set(decode(missed["y"])) - {None} == {0.0}
+    went = figs["Delivered versus ignored: where each constraint went"]
+    parts = {t["name"]: decode(t["y"]) for t in went["data"]}
+    # the stub ignores nothing it was given and follows nothing it was not
+    assert set(parts["delivered, ignored"]) == {0.0}
+    assert set(parts["not delivered, honored anyway"]) == {0.0}
+    for shares in zip(*parts.values(), strict=True):
+        assert abs(sum(shares) - 1.0) < 1e-9
     budget = figs["Strict accuracy against the delivery budget (bytes; 95% CI)"]
     inline0 = next(t for t in budget["data"] if t["name"] == "m-a · inline · load 0")
     assert list(inline0["x"]) == ["260", "520", "900", "none"]

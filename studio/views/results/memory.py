@@ -19,6 +19,7 @@ def render(ctx: ResultsContext) -> None:
     if summary.stale:
         chart(charts.stale_drop(summary), "results_fig_stale")
     if summary.delivery:
+        chart(charts.delivery_outcomes(summary), "results_fig_delivery_outcomes")
         chart(charts.delivery_split(summary), "results_fig_delivery")
     if budgets := budget_curves(summary):
         title = "Strict accuracy against the delivery budget (bytes; 95% CI)"
