@@ -2300,7 +2300,8 @@ def test_construct_key_is_construct() -> None:
 
 
 def test_kind_is_registered() -> None:
-    kind = base._REGISTRY["python-ast"]
+    kind = base.get_kind("python-ast")
+    assert kind is not None
     assert kind.params is Params
     assert kind.run is run_python_ast
     assert kind.description
