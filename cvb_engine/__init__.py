@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cvb_engine import authoring
+    from cvb_engine.agent.metrics import is_agent_arm
+    from cvb_engine.agent.trace import AgentTrace
+    from cvb_engine.agent.trace import ToolCall as AgentToolCall
+    from cvb_engine.agent.trace import read_any as agent_read_any
+    from cvb_engine.agent.trace import read_flags as agent_read_flags
+    from cvb_engine.agent.trace import read_trace as read_agent_trace
     from cvb_engine.arms import (
         ArmError,
         arm_kind,
@@ -142,12 +148,14 @@ if TYPE_CHECKING:
     from cvb_engine.report.notes import ReportNotes
     from cvb_engine.report.svg import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
     from cvb_engine.report.tables import (
+        AGENT_NOTE,
         MEMORY_NOTE,
         OUTCOMES_NOTE,
         Cell,
         Column,
         Table,
         accuracy_table,
+        agent_tables,
         category_gap_table,
         category_tables,
         constraint_table,
@@ -215,8 +223,12 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "AgentTrace": "cvb_engine.agent.trace",
     "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
+    "agent_read_any": "cvb_engine.agent.trace:read_any",
+    "agent_read_flags": "cvb_engine.agent.trace:read_flags",
+    "read_agent_trace": "cvb_engine.agent.trace:read_trace",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
     "CANARY": "cvb_engine.scenario",
@@ -257,6 +269,10 @@ _WHERE: dict[str, str] = {
     "LoadedScenario": "cvb_engine.scenario",
     "MAX_SCENARIO_BYTES": "cvb_engine.scenario:MAX_FILE_BYTES",
     "MEMORY_NOTE": "cvb_engine.report.tables",
+    "AGENT_NOTE": "cvb_engine.report.tables",
+    "AgentToolCall": "cvb_engine.agent.trace:ToolCall",
+    "agent_tables": "cvb_engine.report.tables",
+    "is_agent_arm": "cvb_engine.agent.metrics",
     "MEMORY_TOOL_NAME": "cvb_engine.arms.layered:TOOL_NAME",
     "MODEL_PREFERENCE": "cvb_engine.endpoints",
     "OUTCOMES": "cvb_engine.extract",
@@ -420,6 +436,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AGENT_NOTE",
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
@@ -442,6 +459,8 @@ __all__ = [
     "SCENARIO_ID_PATTERN",
     "SCORING_VERSION",
     "TEMPLATES",
+    "AgentToolCall",
+    "AgentTrace",
     "Aggregates",
     "ArmAccuracy",
     "ArmError",
@@ -500,6 +519,9 @@ __all__ = [
     "Trace",
     "TraceCall",
     "accuracy_table",
+    "agent_read_any",
+    "agent_read_flags",
+    "agent_tables",
     "aggregates",
     "allowed_from_env",
     "arm_kind",
@@ -541,6 +563,7 @@ __all__ = [
     "host_allowed",
     "html_report",
     "imperative_words",
+    "is_agent_arm",
     "is_local_endpoint",
     "ivr_constraint_table",
     "ivr_excluded",
@@ -589,6 +612,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_agent_trace",
     "read_delivery",
     "read_trace",
     "recent_launches",

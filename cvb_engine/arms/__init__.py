@@ -106,7 +106,7 @@ class ArmKind:
 
 # The built-in kinds register when their modules are imported, on first use.
 _REGISTRY: Registry[ArmKind] = Registry(
-    "arm kind", load=import_plugins("cvb_engine.arms", ("incentivized", "layered", "seed"))
+    "arm kind", load=import_plugins("cvb_engine.arms", ("agent", "incentivized", "layered", "seed"))
 )
 
 
