@@ -64,10 +64,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from cvb_engine.claims import RELEASE, release_params
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import PROMPT_VERSION
-from cvb_engine.results import score_rows
 from cvb_engine.run.plan import Cell
 from cvb_engine.scenario import LoadedScenario
-from cvb_engine.scoring import score_record
 from cvb_engine.store import (
     CheckOutcome,
     ConstraintResult,
@@ -527,6 +525,11 @@ class _Store:
                 sa_select(r.c.response, r.c.agent_json).where(r.c.id == record_id)
             ).one()
             response, agent_json = row[0] or "", row[1]
+        # Imported here: only the recorder process scores, and the runner that
+        # imports this module for its half must not pay for the checks at start-up.
+        from cvb_engine.results import score_rows
+        from cvb_engine.scoring import score_record
+
         scored = score_record(loaded.scenario, response, finish_reason, agent_json)
         return record_id, score_rows(record_id, scored)
 
@@ -734,6 +737,12 @@ def main() -> int:
     # the GIL at once, or every acknowledgement (and so the runner's next
     # request) waits for up to the default 5 ms switch interval.
     sys.setswitchinterval(0.0005)
+    # The scoring modules (checks, extraction: a good part of a second) are imported
+    # while the runner still probes its endpoint and binds the run, not after the first
+    # answer has arrived.
+    import cvb_engine.results
+    import cvb_engine.scoring  # noqa: F401
+
     setup, *frames.ready = frames.take(timeout=None) or [None]
     if not isinstance(setup, Setup):
         return 0  # the runner stopped before it bound a run

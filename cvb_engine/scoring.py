@@ -275,7 +275,7 @@ class _Subjects:
                 code, tree = without_files(code, tree, reads.except_files)
             if code is not subject.code:
                 subject = Subject(code, self.response)
-                subject._tree = tree
+                subject.use_tree(tree)
         self._made[key] = subject
         return subject
 

@@ -30,6 +30,7 @@ from cvb_engine.arms import (
     ArmContext,
     ArmError,
     arm_order,
+    build_messages,
     expand_sweep,
     parse_arm,
     parse_arms,
@@ -45,7 +46,7 @@ from cvb_engine.endpoints import (
     resolve,
 )
 from cvb_engine.kinds import RecordStatus, RunStatus
-from cvb_engine.prompts import Message, build_messages, messages_sha256
+from cvb_engine.prompts import Message, messages_sha256
 from cvb_engine.recorder import Finished, Recorder, RecorderError, Setup
 from cvb_engine.run.binding import Bound, bind, join_options, stored_cells
 from cvb_engine.run.client import call_with_retries, make_client, probe_catalog, server_text
