@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cvb_engine import authoring
+    from cvb_engine.agent.metrics import is_agent_arm
+    from cvb_engine.agent.trace import AgentTrace
+    from cvb_engine.agent.trace import ToolCall as AgentToolCall
+    from cvb_engine.agent.trace import read_any as agent_read_any
+    from cvb_engine.agent.trace import read_flags as agent_read_flags
+    from cvb_engine.agent.trace import read_trace as read_agent_trace
     from cvb_engine.arms import (
         ArmError,
         arm_kind,
@@ -30,6 +36,23 @@ if TYPE_CHECKING:
     from cvb_engine.checks import CheckKind, CheckResult, Span, Subject, get_kind, registry
     from cvb_engine.claims import RunnerState
     from cvb_engine.claims import runners as run_runners
+    from cvb_engine.compare import (
+        COMPARISON_HEADER,
+        COMPARISON_NOTE,
+        FLAKINESS_HEADER,
+        FLAKINESS_NOTE,
+        Flakiness,
+        PairedComparison,
+        compare_groups,
+        comparison_table,
+        flakiness,
+        flakiness_table,
+        flips_table,
+        pair_models,
+        pair_runs,
+        verdicts,
+    )
+    from cvb_engine.cost import COST_HEADER, COST_NOTE, CostRow, cost_table, run_costs, total_cost
     from cvb_engine.endpoints import (
         MODEL_PREFERENCE,
         Endpoint,
@@ -50,6 +73,8 @@ if TYPE_CHECKING:
         normalise_allowed,
         parse_host_header,
     )
+    from cvb_engine.library import author_root, is_installed_library, user_home
+    from cvb_engine.library import scenarios_root as library_root
     from cvb_engine.lifecycle import (
         CancelAsked,
         Launch,
@@ -142,12 +167,14 @@ if TYPE_CHECKING:
     from cvb_engine.report.notes import ReportNotes
     from cvb_engine.report.svg import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
     from cvb_engine.report.tables import (
+        AGENT_NOTE,
         MEMORY_NOTE,
         OUTCOMES_NOTE,
         Cell,
         Column,
         Table,
         accuracy_table,
+        agent_tables,
         category_gap_table,
         category_tables,
         constraint_table,
@@ -194,6 +221,30 @@ if TYPE_CHECKING:
 #: Where each public name lives: ``module``, or ``module:attribute`` for a name the
 #: engine's module spells differently (``markdown_report`` is ``report.markdown_report.markdown``).
 _WHERE: dict[str, str] = {
+    "COMPARISON_HEADER": "cvb_engine.compare",
+    "COMPARISON_NOTE": "cvb_engine.compare",
+    "FLAKINESS_HEADER": "cvb_engine.compare",
+    "FLAKINESS_NOTE": "cvb_engine.compare",
+    "comparison_table": "cvb_engine.compare",
+    "flakiness_table": "cvb_engine.compare",
+    "flips_table": "cvb_engine.compare",
+    "CostRow": "cvb_engine.cost",
+    "Flakiness": "cvb_engine.compare",
+    "PairedComparison": "cvb_engine.compare",
+    "compare_groups": "cvb_engine.compare",
+    "flakiness": "cvb_engine.compare",
+    "pair_models": "cvb_engine.compare",
+    "pair_runs": "cvb_engine.compare",
+    "verdicts": "cvb_engine.compare",
+    "COST_HEADER": "cvb_engine.cost",
+    "COST_NOTE": "cvb_engine.cost",
+    "cost_table": "cvb_engine.cost",
+    "run_costs": "cvb_engine.cost",
+    "total_cost": "cvb_engine.cost",
+    "library_root": "cvb_engine.library:scenarios_root",
+    "author_root": "cvb_engine.library",
+    "is_installed_library": "cvb_engine.library",
+    "user_home": "cvb_engine.library",
     "file_stem": "cvb_engine.run_ids",
     "unlinked": "cvb_engine.safe_text",
     "scenario_id_problem": "cvb_engine.run_ids",
@@ -215,8 +266,12 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "AgentTrace": "cvb_engine.agent.trace",
     "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
+    "agent_read_any": "cvb_engine.agent.trace:read_any",
+    "agent_read_flags": "cvb_engine.agent.trace:read_flags",
+    "read_agent_trace": "cvb_engine.agent.trace:read_trace",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
     "CANARY": "cvb_engine.scenario",
@@ -257,6 +312,10 @@ _WHERE: dict[str, str] = {
     "LoadedScenario": "cvb_engine.scenario",
     "MAX_SCENARIO_BYTES": "cvb_engine.scenario:MAX_FILE_BYTES",
     "MEMORY_NOTE": "cvb_engine.report.tables",
+    "AGENT_NOTE": "cvb_engine.report.tables",
+    "AgentToolCall": "cvb_engine.agent.trace:ToolCall",
+    "agent_tables": "cvb_engine.report.tables",
+    "is_agent_arm": "cvb_engine.agent.metrics",
     "MEMORY_TOOL_NAME": "cvb_engine.arms.layered:TOOL_NAME",
     "MODEL_PREFERENCE": "cvb_engine.endpoints",
     "OUTCOMES": "cvb_engine.extract",
@@ -420,14 +479,21 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AGENT_NOTE",
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
     "BOOTSTRAP_RESAMPLES",
     "CANARY",
     "CATEGORIES",
+    "COMPARISON_HEADER",
+    "COMPARISON_NOTE",
+    "COST_HEADER",
+    "COST_NOTE",
     "CVB_CATEGORIES",
     "DEFAULT_OPTIONS",
+    "FLAKINESS_HEADER",
+    "FLAKINESS_NOTE",
     "GAP_COLOR",
     "LAYER_KINDS",
     "MAX_SCENARIO_BYTES",
@@ -442,6 +508,8 @@ __all__ = [
     "SCENARIO_ID_PATTERN",
     "SCORING_VERSION",
     "TEMPLATES",
+    "AgentToolCall",
+    "AgentTrace",
     "Aggregates",
     "ArmAccuracy",
     "ArmError",
@@ -453,6 +521,7 @@ __all__ = [
     "CheckResult",
     "Column",
     "Comparison",
+    "CostRow",
     "DataVersion",
     "Delivery",
     "DeliveryStat",
@@ -462,6 +531,7 @@ __all__ = [
     "Extraction",
     "Finding",
     "FinishedRow",
+    "Flakiness",
     "HostPort",
     "IVRSummary",
     "Interval",
@@ -473,6 +543,7 @@ __all__ = [
     "MemoryNote",
     "MemoryStat",
     "NoteKind",
+    "PairedComparison",
     "Pool",
     "PoolEntry",
     "PoolError",
@@ -500,11 +571,15 @@ __all__ = [
     "Trace",
     "TraceCall",
     "accuracy_table",
+    "agent_read_any",
+    "agent_read_flags",
+    "agent_tables",
     "aggregates",
     "allowed_from_env",
     "arm_kind",
     "arm_order",
     "arm_title",
+    "author_root",
     "authoring",
     "budget_curves",
     "build_messages",
@@ -515,9 +590,12 @@ __all__ = [
     "cell_choices",
     "cell_records",
     "check_scenario_id",
+    "compare_groups",
     "compare_summaries",
+    "comparison_table",
     "constraint_rows",
     "constraint_table",
+    "cost_table",
     "counted",
     "csv_cell",
     "data_version",
@@ -531,6 +609,9 @@ __all__ = [
     "extract",
     "extract_code",
     "file_stem",
+    "flakiness",
+    "flakiness_table",
+    "flips_table",
     "fmt_gap",
     "forget_launch",
     "format_duration",
@@ -541,6 +622,8 @@ __all__ = [
     "host_allowed",
     "html_report",
     "imperative_words",
+    "is_agent_arm",
+    "is_installed_library",
     "is_local_endpoint",
     "ivr_constraint_table",
     "ivr_excluded",
@@ -557,6 +640,7 @@ __all__ = [
     "layer_kind",
     "layer_spec",
     "layer_state_root",
+    "library_root",
     "lint_paths",
     "lint_text",
     "list_progress",
@@ -579,6 +663,8 @@ __all__ = [
     "normalise_allowed",
     "only_when_ordered",
     "outcome_table",
+    "pair_models",
+    "pair_runs",
     "parse_arm",
     "parse_host_header",
     "parse_models",
@@ -589,6 +675,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_agent_trace",
     "read_delivery",
     "read_trace",
     "recent_launches",
@@ -597,6 +684,7 @@ __all__ = [
     "report_notes",
     "resume_run",
     "retry_errors",
+    "run_costs",
     "run_detail",
     "run_exists",
     "run_id_problem",
@@ -617,6 +705,9 @@ __all__ = [
     "summarize_rows",
     "sweep_arms",
     "terminal_text",
+    "total_cost",
     "turns_curves",
     "unlinked",
+    "user_home",
+    "verdicts",
 ]

@@ -36,7 +36,8 @@ inline reasoning it removed. The rules, in order:
    as code, and not when they read as another language (C-family, SQL). A JSON
    object (raw, or a ``json`` / untagged block) carrying the program as a string
    under a code key (``{"code": ...}``, a tool call's ``arguments``, a list of
-   ``{"path": "x.py", "content": ...}`` files) gives that program.
+   ``{"path": "x.py", "content": ...}`` files, under a key or bare) gives that
+   program, each named file headed by its ``# path.py`` line.
 4. **The solution is chosen by structure, not position.** With the scenario's
    ``entry_point``, the solution is the block that defines it plus, transitively,
    the blocks that hold what it uses (imports, helpers, constants), the blocks
@@ -66,6 +67,8 @@ inline reasoning it removed. The rules, in order:
    in the middle is left out even when it parses, and without it only an error
    in the last lines counts as a cut. A prefix that lost every definition the
    code began is not taken.
+   Scoring (:mod:`cvb_engine.scoring`) does not blame such code for what the
+   cut may have taken away (a required call that may have come later).
 8. **Sanitizing** (see :func:`sanitize`): ``code`` is the solution without the
    top-level statements the model did not mean as the solution (demos, prints,
    self-check asserts, the main guard), blanked so that line numbers hold;
@@ -469,7 +472,10 @@ def _foreign(lines: list[str]) -> bool:
     """Whether lines that do not parse as Python read as another language's code: most
     of them look like C-family or SQL lines and almost none like Python's own."""
     foreign = sum(bool(_FOREIGN_LINE.match(ln)) for ln in lines)
-    python = sum(bool(_PYTHON_LINE.match(ln)) for ln in lines)
+    # a ``return x;`` or ``if (x) {`` line is C-family's, though it starts as Python's would
+    python = sum(
+        bool(_PYTHON_LINE.match(ln)) and not ln.rstrip().endswith((";", "{")) for ln in lines
+    )
     return foreign * 2 >= len(lines) and python * 5 <= len(lines)
 
 
@@ -870,7 +876,7 @@ def extract(
             outside = _outside_blocks(answer, blocks)
             code = _unfenced(outside, entry_point)
     else:
-        inner = _json_code(answer) if answer.lstrip().startswith("{") else None
+        inner = _json_code(answer) if answer.lstrip().startswith(("{", "[")) else None
         code = inner if inner is not None else _unfenced(answer, entry_point)
     code = code.strip("\n")
     tree = _parses(code) if code.strip() else None
@@ -1173,7 +1179,16 @@ def _collect_code(value: object, found: list[str], depth: int) -> None:
                 return  # a file the reply names, not a Python one
             tree = _parses(text.strip("\n"))
             if tree is not None and _meaningful(tree):
-                found.append(text.strip("\n"))
+                code = text.strip("\n")
+                if (
+                    isinstance(path, str)
+                    and path
+                    and not _COMMENT_PATH.match(code.split("\n", 1)[0])
+                ):
+                    # the file keeps its name, as a solution split over named blocks does
+                    # (see file_sections), so a constraint about the pair can tell them apart
+                    code = f"# {path}\n{code}"
+                found.append(code)
                 return
     for key, item in value.items():
         if key not in _CODE_KEYS and isinstance(item, dict | list):
@@ -1193,7 +1208,8 @@ def _outside_blocks(text: str, blocks: Iterable[Block]) -> str:
 def _from_blocks(blocks: list[Block], entry_point: str | None) -> str:
     candidates: list[_Candidate] = []
     for block in blocks:
-        if block.tag in ("json", "jsonc", "") and block.body.lstrip().startswith("{"):
+        # an object, or a list of them (files: [{"path": "app/x.py", "content": ...}, ...])
+        if block.tag in ("json", "jsonc", "") and block.body.lstrip().startswith(("{", "[")):
             inner = _json_code(block.body)
             if inner is not None:
                 block.body, block.tag = inner, "python"

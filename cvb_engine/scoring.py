@@ -42,7 +42,7 @@ SCORING_VERSION = 3
 #: blame) in a reply cut off at its token limit: what it asks for may have come later.
 CUT_NOTE = (
     " (the reply was cut off at its token limit; what this check asks for may have come "
-    "after the cut)"
+    "after the cut, so the code written so far is not blamed for it)"
 )
 NO_CODE_CHECK = CheckResult(
     passed=False,
@@ -283,11 +283,20 @@ class _Subjects:
         return subject
 
 
-def _noted(verdict: CheckVerdict) -> CheckVerdict:
+def _noted(verdict: CheckVerdict, check: PlannedCheck, cut_from: int) -> CheckVerdict:
+    """A check that failed on code cut off at the token limit only for want of something
+    the rest of the reply may have held: a required call, a test's behaviour (nothing in
+    the code to blame), or an accumulator of the cut statement not read yet. It passes,
+    saying why; a violation the written code shows still fails."""
     result = verdict.result
-    if result.passed or result.evidence or result.timed_out:
+    if result.passed or result.timed_out:
         return verdict
-    noted = CheckResult(passed=False, reason=result.reason + CUT_NOTE, scope=result.scope)
+    if result.evidence:
+        params = getattr(check.prepared, "params", None)
+        later_read = getattr(params, "construct_kind", None) == "unread-accumulator"
+        if not later_read or any(span.line < cut_from for span in result.evidence):
+            return verdict
+    noted = CheckResult(passed=True, reason=result.reason + CUT_NOTE, scope=result.scope)
     return CheckVerdict(verdict.check_id, verdict.kind, noted)
 
 
@@ -354,9 +363,19 @@ def score_code(
             strict=True,
         )
     )
-    if truncated or cut:
+    if cut:
+        parsed = whole.tree
+        # the last top-level statement is the one the cut ended
+        cut_from = parsed.body[-1].lineno if isinstance(parsed, ast.Module) and parsed.body else 1
         verdicts = tuple(
-            ConstraintVerdict(v.constraint_id, tuple(map(_noted, v.checks))) for v in verdicts
+            ConstraintVerdict(
+                v.constraint_id,
+                tuple(
+                    _noted(verdict, check, cut_from)
+                    for verdict, check in zip(v.checks, checks, strict=False)
+                ),
+            )
+            for v, (_, checks) in zip(verdicts, planned.constraints, strict=True)
         )
     stated: CheckResult | None = None
     if scenario.stated_tests and scenario.stated_tests.strip():
@@ -390,6 +409,51 @@ def score_response(scenario: Scenario, response: str, finish_reason: str | None 
         tree=found.module_tree,
         cut=found.cut,
     )
+
+
+def score_agent(scenario: Scenario, agent_json: str) -> Scored:
+    """Score an agent episode (the ``agent`` arm): the final content of the files its task
+    named, never the reply. A named file never written (or a trace that cannot be read)
+    is ``no-code``: it honors nothing."""
+    from cvb_engine.agent.trace import read_trace
+
+    trace = read_trace(agent_json)
+    if trace is None:
+        return _no_code(scenario, "the agent episode's trace is unreadable: nothing to score")
+    missing = [t for t in trace.targets if t not in {f.path for f in trace.files}]
+    if not trace.targets or missing:
+        named = ", ".join(missing) or "the named file"
+        return _no_code(scenario, f"the agent never wrote {named}: no constraint is honored")
+    code = trace.code()
+    return score_code(scenario, code, code)
+
+
+def _no_code(scenario: Scenario, reason: str) -> Scored:
+    why = CheckResult(passed=False, reason=reason)
+    has_tests = bool(scenario.stated_tests and scenario.stated_tests.strip())
+    return Scored(
+        code="",
+        constraints=tuple(
+            ConstraintVerdict(cid, (CheckVerdict("no-code", "outcome", why),))
+            for cid, _ in plan(scenario).constraints
+        ),
+        stated_passed=False if has_tests else None,
+        stated_detail=why if has_tests else None,
+        outcome="no-code",
+    )
+
+
+def score_record(
+    scenario: Scenario,
+    response: str,
+    finish_reason: str | None = None,
+    agent_json: str | None = None,
+) -> Scored:
+    """Score a stored record: an agent episode from its files (:func:`score_agent`), any
+    other answer from its reply (:func:`score_response`)."""
+    if agent_json is not None:
+        return score_agent(scenario, agent_json)
+    return score_response(scenario, response, finish_reason)
 
 
 def executes_code(scenario: Scenario) -> bool:

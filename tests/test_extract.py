@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 from collections.abc import Callable
 
@@ -348,6 +349,12 @@ CSHARP = (
     '            Console.WriteLine("hi");\n        }\n    }\n}'
 )
 JS = "function add(a, b) {\n  const s = a + b;\n  console.log(s);\n  return s;\n}"
+# short enough that its one ``return ...;`` line once outweighed the rest as Python's
+JS_SHORT = (
+    "async function statuses(urls) {\n"
+    "  const r = await Promise.all(urls.map((u) => fetch(u)));\n"
+    "  return r.map((x) => x.status);\n}"
+)
 SQL_TEXT = "SELECT id, email\nFROM users\nWHERE email = ?;"
 JSON_CODE = '{"code": "import os\\n\\ndef home():\\n    return os.path.expanduser(\\"~\\")\\n"}'
 SETTINGS = (
@@ -359,6 +366,10 @@ NOTIFY = (
     "def notify_deploy(service, version, environment):\n"
     "    url = settings.slack_webhooks[environment]\n"
     "    requests.post(url, json={'text': service}, timeout=10)"
+)
+# a list of files at the top level, not under a "files" key
+JSON_FILES = json.dumps(
+    [{"path": "app/settings.py", "content": SETTINGS}, {"path": "app/notify.py", "content": NOTIFY}]
 )
 
 BLOCK_SHAPES = [
@@ -414,9 +425,26 @@ BLOCK_SHAPES = [
     ),
     ("untagged-csharp", f"Here is C#:\n{F}\n{CSHARP}\n{F}", None, "no-code", "", "using"),
     ("untagged-javascript", f"{F}\n{JS}\n{F}", None, "no-code", "", "function"),
+    ("untagged-javascript-short", f"{F}\n{JS_SHORT}\n{F}", None, "no-code", "", "function"),
     ("untagged-sql", f"Run this:\n{F}\n{SQL_TEXT}\n{F}", None, "no-code", "", "SELECT"),
     ("json-object-raw", JSON_CODE, None, "answered", "def home():", '"code"'),
     ("json-object-fenced", f"{F}json\n{JSON_CODE}\n{F}", None, "answered", "def home():", "{"),
+    (
+        "json-list-of-files-fenced",
+        f"{F}json\n{JSON_FILES}\n{F}",
+        "notify_deploy",
+        "answered",
+        "# app/settings.py\nfrom pydantic_settings",
+        '"path"',
+    ),
+    (
+        "json-list-of-files-raw",
+        JSON_FILES,
+        "notify_deploy",
+        "answered",
+        "# app/notify.py\n",
+        '"content"',
+    ),
     (
         "json-tool-call-arguments",
         '{"name": "python", "arguments": "{\\"code\\": \\"def f():\\\\n    return 1\\"}"}',

@@ -35,7 +35,10 @@ class _Uses:
             if c.name is not None and any(match_call_name(p, c.name) for p in sinks)
         }
         self.parent: dict[int, ast.AST] = {}
-        for node in ast.walk(analysis._tree):
+        self.calls: list[ast.Call] = []
+        for node in ast.walk(analysis.tree):
+            if isinstance(node, ast.Call):
+                self.calls.append(node)
             for child in ast.iter_child_nodes(node):
                 self.parent[id(child)] = node
 
@@ -48,7 +51,14 @@ class _Uses:
     def spent(self, node: ast.AST, names_left: int, seen: set[str]) -> bool:
         """Whether the value of expression ``node`` only reaches sinks."""
         child, cur = node, self.parent.get(id(node))
+        arithmetic = converted = False
         while cur is not None:
+            if isinstance(cur, ast.Return):
+                return self._returned(cur, names_left, seen, arithmetic and not converted)
+            if isinstance(cur, ast.BinOp):
+                arithmetic = True
+            if isinstance(cur, ast.Call) and isinstance(cur.func, ast.Name):
+                converted = converted or cur.func.id in ("int", "round")
             if isinstance(cur, ast.Call):
                 if id(cur) in self.sinks and child is not cur.func:
                     return True
@@ -77,6 +87,27 @@ class _Uses:
                 return False
             child, cur = cur, self.parent.get(id(cur))
         return False
+
+    def _returned(self, at: ast.Return, names_left: int, seen: set[str], delay_like: bool) -> bool:
+        """A value returned by its function (``retry_delay(attempt)``): spent when every
+        call of that function spends it; with no call in the code, when it is a float
+        computed by arithmetic (a delay), not digits made of it."""
+        function = self.function_of(at)
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        name = function.name
+        callers = [
+            n
+            for n in self.calls
+            if (isinstance(n.func, ast.Name) and n.func.id == name)
+            or (isinstance(n.func, ast.Attribute) and n.func.attr == name)
+        ]
+        if not callers:
+            return delay_like
+        if names_left <= 0 or name in seen:
+            return False
+        seen.add(name)
+        return all(self.spent(c, names_left - 1, seen) for c in callers)
 
     def _name_spent(self, name: str, binding: ast.AST, names_left: int, seen: set[str]) -> bool:
         if name in seen:
@@ -121,7 +152,7 @@ class _Reach:
         self.decided = decided
         self.own = {
             n.name
-            for n in ast.walk(analysis._tree)
+            for n in ast.walk(analysis.tree)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         }
 
@@ -178,11 +209,10 @@ class _Reach:
 
 
 def _uses(analysis: Analysis, sinks: list[str]) -> _Uses:
-    cache = analysis.__dict__.setdefault("_uses", {})
-    key = tuple(sinks)
-    uses = cache.get(key)
+    key = ("uses", tuple(sinks))
+    uses = analysis.derived.get(key)
     if uses is None:
-        uses = cache[key] = _Uses(analysis, sinks)
+        uses = analysis.derived[key] = _Uses(analysis, sinks)
     return uses
 
 
@@ -192,11 +222,10 @@ def reaches(
     """Whether the value of ``call`` reaches a call matching ``targets`` (see
     ``Where.argument_of``); a wrapper on the way that passes one of the keywords
     ``decided`` itself (``io.TextIOWrapper(raw, newline="")``) stops it."""
-    cache = analysis.__dict__.setdefault("_reach", {})
-    key = (tuple(targets), decided)
-    found = cache.get(key)
+    key = ("reach", tuple(targets), decided)
+    found = analysis.derived.get(key)
     if found is None:
-        found = cache[key] = _Reach(analysis, targets, decided)
+        found = analysis.derived[key] = _Reach(analysis, targets, decided)
     return found.reaches(call.node, _MAX_NAMES, set())
 
 
@@ -311,7 +340,7 @@ def _declared(function: ast.AST, name: str) -> bool:
 
 def kept(call: CallSite, analysis: Analysis) -> bool:
     """Whether the value of ``call`` outlives its function (see ``Where.result_kept``)."""
-    found = analysis.__dict__.get("_keep")
+    found = analysis.derived.get("keep")
     if found is None:
-        found = analysis.__dict__["_keep"] = _Keep(analysis)
+        found = analysis.derived["keep"] = _Keep(analysis)
     return found.kept(call.node, _MAX_NAMES, set())
