@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"
 
 # Recorded 2026-12-05: 97 of 99 replies agree; 42 violations flagged, 3 false alarms, 1 missed.
-REPLIES_AGREEING = 97
-CHECK_FALSE_ALARMS_AT_MOST = 3
-CHECK_MISSES_AT_MOST = 1
+# Raised by verdicts (same day): 99 of 99 agree; 43 flagged, 2 false alarms, 0 missed.
+REPLIES_AGREEING = 99
+CHECK_FALSE_ALARMS_AT_MOST = 2
+CHECK_MISSES_AT_MOST = 0
 
 
 @pytest.fixture(scope="module")

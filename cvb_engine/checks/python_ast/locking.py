@@ -1,9 +1,10 @@
 """State a lock guards, read or changed without it (``forbid-construct unguarded-state``).
 
 A class that makes a lock in one of its attributes (``self._lock = threading.Lock()``)
-guards with it the attributes it changes while holding it; a module that binds a
-lock at its top level guards the module-level names its functions change while
-holding it. Held means inside ``with <lock>:`` (``async with`` too), or after a
+guards with it the attributes it changes while holding it, and those it reads while
+holding it that are changed somewhere (a reader that takes the lock says the state
+needs it); a module that binds a lock at its top level guards its module-level
+names the same way. Held means inside ``with <lock>:`` (``async with`` too), or after a
 blocking ``<lock>.acquire()`` statement until ``<lock>.release()``, the
 ``try``/``finally`` around the work included; a method the class calls only while
 holding the lock runs under it. Every read or change of guarded state elsewhere
@@ -47,6 +48,7 @@ class _Scan:
         # Methods that hold the lock around a yield (``with self._locked():``).
         self.lockers = lockers
         self.changed_held: set[str] = set()
+        self.changed: set[str] = set()  # changed anywhere, held or not
         self.accesses: list[tuple[str, ast.AST, bool]] = []  # (key, node, held)
         self.calls_held: dict[str, list[bool]] = {}
 
@@ -98,6 +100,16 @@ class _Scan:
                 elif isinstance(value, ast.expr):
                     self.expr(value, held, changes=name == "target" or name == "targets")
 
+    def _changed(self, key: str, held: bool) -> None:
+        self.changed.add(key)
+        if held:
+            self.changed_held.add(key)
+
+    def guarded(self) -> set[str]:
+        """What this scan shows the lock guards: state changed while holding it, and
+        state read while holding it that is changed somewhere (see :func:`_guarded`)."""
+        return self.changed_held | {k for k, _, held in self.accesses if held}
+
     def expr(self, node: ast.expr, held: bool, changes: bool = False) -> None:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Lambda):
@@ -105,8 +117,8 @@ class _Scan:
             key = self.key(sub) if isinstance(sub, ast.Attribute | ast.Name) else None
             if key is not None and key not in self.locks:
                 self.accesses.append((key, sub, held))
-                if held and (changes or isinstance(getattr(sub, "ctx", None), ast.Store)):
-                    self.changed_held.add(key)
+                if changes or isinstance(getattr(sub, "ctx", None), ast.Store):
+                    self._changed(key, held)
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
                 receiver = sub.func.value
                 while (
@@ -115,8 +127,8 @@ class _Scan:
                 ):
                     receiver = receiver.value
                 target = self.key(receiver)
-                if held and target is not None and sub.func.attr in _MUTATORS:
-                    self.changed_held.add(target)
+                if target is not None and sub.func.attr in _MUTATORS:
+                    self._changed(target, held)
                 if sub.func.attr and self.key(sub.func) is not None:
                     self.calls_held.setdefault(sub.func.attr, []).append(held)
             if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store | ast.Del):
@@ -124,8 +136,8 @@ class _Scan:
                 while isinstance(base, ast.Subscript):
                     base = base.value
                 target = self.key(base)
-                if held and target is not None:
-                    self.changed_held.add(target)
+                if target is not None:
+                    self._changed(target, held)
 
 
 def _self_key(owner: str) -> _Key:
@@ -174,8 +186,10 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
         scans[method.name] = scan
     guarded: set[str] = set()
     calls: dict[str, list[bool]] = {}
+    changed: set[str] = set()
     for scan in scans.values():
-        guarded |= scan.changed_held
+        guarded |= scan.guarded()
+        changed |= scan.changed
         for name, marks in scan.calls_held.items():
             calls.setdefault(name, []).extend(marks)
     # A helper the class calls only while holding the lock runs under it.
@@ -185,7 +199,9 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
         if name in under:
             continue
         found.extend(
-            node for key, node, held in scan.accesses if not held and key in guarded - names
+            node
+            for key, node, held in scan.accesses
+            if not held and key in (guarded & changed) - names
         )
     return found
 
@@ -231,7 +247,8 @@ def _module_findings(tree: ast.Module) -> list[ast.AST]:
             scan = _Scan(key, locks)
             scan.body(function.body, False)
             scans.append(scan)
-    guarded = set().union(*(s.changed_held for s in scans)) if scans else set()
+    guarded = set().union(*(s.guarded() for s in scans)) if scans else set()
+    guarded &= set().union(*(s.changed for s in scans)) if scans else set()
     return [node for s in scans for k, node, held in s.accesses if not held and k in guarded]
 
 
