@@ -71,6 +71,7 @@ from cvb_engine.memory_pool import Pool, PoolError, discover_pools, load_pool
 from cvb_engine.scenario import (
     CANARY,
     CVB_CATEGORIES,
+    Constraint,
     LoadedScenario,
     Problem,
     Scenario,
@@ -159,7 +160,7 @@ def imperative_words(text: str) -> list[str]:
     return [m.group(1).lower() for m in IMPERATIVE_RE.finditer(text)]
 
 
-def _budget(scenario: Scenario) -> float:
+def sample_budget(scenario: Scenario) -> float:
     """Seconds allowed for running a scenario's checks on its samples.
 
     Pure-text checks get a flat budget; executed checks (one sandboxed process
@@ -226,7 +227,7 @@ def lint_scenario(item: LoadedScenario, *, deadline: float | None = None) -> lis
             )
         )
     if deadline is None:
-        deadline = time.monotonic() + _budget(sc)
+        deadline = time.monotonic() + sample_budget(sc)
     for ci, constraint in enumerate(sc.constraints):
         cloc = ("constraints", ci)
         for word in dict.fromkeys(imperative_words(constraint.text)):
@@ -292,15 +293,26 @@ def _ivr_findings(item: LoadedScenario) -> list[Finding]:
     return out
 
 
-def _sample_findings(item: LoadedScenario, ci: int, deadline: float) -> list[Finding]:
-    """E008/E011: every violating sample fails ≥1 check; every compliant sample passes all.
+@dataclass(frozen=True)
+class SampleRun:
+    """One labelled sample of a constraint run against that constraint's checks."""
 
-    Samples of a constraint whose checks execute code (``exec``) run two at a
-    time: each is a sandboxed child process, so threads overlap their waits.
+    label: str  # "violating" | "compliant"
+    index: int  # 0-based, within its label
+    code: str
+    # (check index, result) per check run, stopping at a timed-out one; None when the
+    # time budget ran out before the sample was judged
+    results: list[tuple[int, CheckResult]] | None
+
+
+def run_samples(constraint: Constraint, deadline: float) -> list[SampleRun]:
+    """Every sample of ``constraint`` against its own checks, within ``deadline``.
+
+    The one implementation of the sample rule: lint (E008/E011) and the Author page's
+    sample verdicts both read it. Samples of a constraint whose checks execute code
+    (``exec``) run two at a time: each is a sandboxed child process, so threads overlap
+    their waits. A sample the budget did not reach has ``results`` None.
     """
-    constraint = item.scenario.constraints[ci]
-    path = str(item.path)
-    findings: list[Finding] = []
     checks = [(get_kind(spec.kind), spec.params()) for spec in constraint.checks]
     jobs = [
         (label, si, sample)
@@ -333,16 +345,28 @@ def _sample_findings(item: LoadedScenario, ci: int, deadline: float) -> list[Fin
                     break
         return results
 
+    outcomes: list[list[tuple[int, CheckResult]] | None]
     if any(kind is not None and kind.executes_code for kind, _ in checks) and len(jobs) > 1:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cvb-lint") as pool:
             outcomes = list(pool.map(evaluate, [sample for _, _, sample in jobs]))
     else:
         outcomes = []
         for _, _, sample in jobs:
-            outcomes.append(evaluate(sample))
-            if outcomes[-1] is None:
-                break
-    for (label, si, _sample), results in zip(jobs, outcomes, strict=False):
+            # once the budget is spent, the rest are not run at all
+            outcomes.append(None if outcomes and outcomes[-1] is None else evaluate(sample))
+    return [
+        SampleRun(label, si, sample, results)
+        for (label, si, sample), results in zip(jobs, outcomes, strict=True)
+    ]
+
+
+def _sample_findings(item: LoadedScenario, ci: int, deadline: float) -> list[Finding]:
+    """E008/E011: every violating sample fails ≥1 check; every compliant sample passes all."""
+    constraint = item.scenario.constraints[ci]
+    path = str(item.path)
+    findings: list[Finding] = []
+    for run in run_samples(constraint, deadline):
+        label, si, results = run.label, run.index, run.results
         line = item.line_of("constraints", ci, "samples", label, si)
         if results is None:
             findings.append(

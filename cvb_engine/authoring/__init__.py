@@ -37,7 +37,7 @@ from typing import Any, Literal
 from cvb_engine.arms import build_messages
 from cvb_engine.checks import registry
 from cvb_engine.library import is_installed_library, user_home
-from cvb_engine.lint import Finding, has_errors, lint_paths, lint_text
+from cvb_engine.lint import Finding, has_errors, lint_paths, lint_text, run_samples, sample_budget
 from cvb_engine.scenario import ARMS, CATEGORIES, LoadedScenario, Scenario, ScenarioError, load_text
 from cvb_engine.scenario import ID_PATTERN as SCENARIO_ID_PATTERN
 from cvb_engine.scenario import MAX_FILE_BYTES as MAX_SCENARIO_BYTES
@@ -45,9 +45,6 @@ from cvb_engine.scenario import discover as scenario_files
 from cvb_engine.scoring import Scored, score_code
 
 MAX_ID_LENGTH = 80
-# Sample verdicts re-run every check on every sample; a pattern that times out
-# on each of them must not hold the page for (samples x timeout) seconds.
-SAMPLES_BUDGET_S = 1.5
 DRAFTS_ENV = "CVB_DRAFTS"
 # Only to guess a draft's file name from YAML that does not parse; anchored and
 # linear, and it never sees a user pattern as a pattern.
@@ -502,29 +499,24 @@ class SampleVerdict:
         return "fails " + ", ".join(self.failing)
 
 
-def sample_verdicts(scenario: Scenario, budget_s: float = SAMPLES_BUDGET_S) -> list[SampleVerdict]:
-    """Every sample against its own constraint's checks (the rule lint's E008 enforces)."""
-    deadline = time.monotonic() + budget_s
+def sample_verdicts(scenario: Scenario, budget_s: float | None = None) -> list[SampleVerdict]:
+    """Every sample against its own constraint's checks: lint's rule (E008), run by lint's
+    own :func:`~cvb_engine.lint.run_samples` within lint's time budget for the scenario
+    (``budget_s`` overrides it)."""
+    budget = sample_budget(scenario) if budget_s is None else budget_s
+    deadline = time.monotonic() + budget
     out: list[SampleVerdict] = []
     for constraint in scenario.constraints:
-        # Only this constraint's checks decide its samples; stated tests play no part.
-        alone = scenario.model_copy(update={"constraints": [constraint], "stated_tests": None})
-        labelled: list[tuple[SampleLabel, str]] = [
-            *(("violating", code) for code in constraint.samples.violating),
-            *(("compliant", code) for code in constraint.samples.compliant),
-        ]
-        counters = {"violating": 0, "compliant": 0}
-        for label, code in labelled:
-            counters[label] += 1
-            i = counters[label]
-            if time.monotonic() > deadline:
-                out.append(SampleVerdict(constraint.id, label, i, code, None))
+        ids = constraint.check_ids()
+        for run in run_samples(constraint, deadline):
+            label: SampleLabel = "violating" if run.label == "violating" else "compliant"
+            if run.results is None:
+                out.append(SampleVerdict(constraint.id, label, run.index + 1, run.code, None))
                 continue
-            verdict = score_code(alone, code).constraints[0]
-            failing = tuple(
-                f"{constraint.id}/{c.check_id}" for c in verdict.checks if not c.result.passed
+            failing = tuple(f"{constraint.id}/{ids[k]}" for k, r in run.results if not r.passed)
+            out.append(
+                SampleVerdict(constraint.id, label, run.index + 1, run.code, not failing, failing)
             )
-            out.append(SampleVerdict(constraint.id, label, i, code, verdict.honored, failing))
     return out
 
 
