@@ -8,7 +8,10 @@ blocking ``<lock>.acquire()`` statement until ``<lock>.release()``, the
 ``try``/``finally`` around the work included; a method the class calls only while
 holding the lock runs under it. Every read or change of guarded state elsewhere
 (outside the set-up methods, where no other thread sees the object yet) is found:
-``summary()`` iterating the dict that ``track()`` fills under the lock.
+``summary()`` iterating the dict that ``track()`` fills under the lock. State the
+code reads while holding the lock is guarded by it as well: a change of it made
+without the lock is found too (``track()`` bumping a total outside the ``with``
+block that ``summary()`` reads it in).
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ class _Scan:
         # Methods that hold the lock around a yield (``with self._locked():``).
         self.lockers = lockers
         self.changed_held: set[str] = set()
+        # State read under the lock, and changes made without it: state the code reads
+        # only while holding the lock is guarded by it too, so changing it unheld races.
+        self.read_held: set[str] = set()
+        self.changed_free: list[tuple[str, ast.AST]] = []
         self.accesses: list[tuple[str, ast.AST, bool]] = []  # (key, node, held)
         self.calls_held: dict[str, list[bool]] = {}
 
@@ -105,8 +112,13 @@ class _Scan:
             key = self.key(sub) if isinstance(sub, ast.Attribute | ast.Name) else None
             if key is not None and key not in self.locks:
                 self.accesses.append((key, sub, held))
-                if held and (changes or isinstance(getattr(sub, "ctx", None), ast.Store)):
+                change = changes or isinstance(getattr(sub, "ctx", None), ast.Store)
+                if held and change:
                     self.changed_held.add(key)
+                elif held:
+                    self.read_held.add(key)
+                elif change:
+                    self.changed_free.append((key, sub))
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
                 receiver = sub.func.value
                 while (
@@ -115,8 +127,11 @@ class _Scan:
                 ):
                     receiver = receiver.value
                 target = self.key(receiver)
-                if held and target is not None and sub.func.attr in _MUTATORS:
-                    self.changed_held.add(target)
+                if target is not None and sub.func.attr in _MUTATORS:
+                    if held:
+                        self.changed_held.add(target)
+                    else:
+                        self.changed_free.append((target, sub))
                 if sub.func.attr and self.key(sub.func) is not None:
                     self.calls_held.setdefault(sub.func.attr, []).append(held)
             if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store | ast.Del):
@@ -126,6 +141,8 @@ class _Scan:
                 target = self.key(base)
                 if held and target is not None:
                     self.changed_held.add(target)
+                elif target is not None:
+                    self.changed_free.append((target, sub))
 
 
 def _self_key(owner: str) -> _Key:
@@ -173,9 +190,11 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
         scan.body(method.body, False)
         scans[method.name] = scan
     guarded: set[str] = set()
+    read_held: set[str] = set()
     calls: dict[str, list[bool]] = {}
     for scan in scans.values():
         guarded |= scan.changed_held
+        read_held |= scan.read_held
         for name, marks in scan.calls_held.items():
             calls.setdefault(name, []).extend(marks)
     # A helper the class calls only while holding the lock runs under it.
@@ -187,6 +206,7 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
         found.extend(
             node for key, node, held in scan.accesses if not held and key in guarded - names
         )
+        found.extend(node for key, node in scan.changed_free if key in read_held - guarded - names)
     return found
 
 
@@ -232,7 +252,10 @@ def _module_findings(tree: ast.Module) -> list[ast.AST]:
             scan.body(function.body, False)
             scans.append(scan)
     guarded = set().union(*(s.changed_held for s in scans)) if scans else set()
-    return [node for s in scans for k, node, held in s.accesses if not held and k in guarded]
+    read_held = set().union(*(s.read_held for s in scans)) if scans else set()
+    return [node for s in scans for k, node, held in s.accesses if not held and k in guarded] + [
+        node for s in scans for k, node in s.changed_free if k in read_held - guarded
+    ]
 
 
 def find_unguarded_state(tree: ast.Module) -> list[ast.AST]:
@@ -241,4 +264,12 @@ def find_unguarded_state(tree: ast.Module) -> list[ast.AST]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             found.extend(_class_findings(node))
-    return found
+    # ``_hits[k] = 1`` is a change of the subscript and of the name it starts with: one finding
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for node in found:
+        where = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        if where not in seen:
+            seen.add(where)
+            unique.append(node)
+    return unique
