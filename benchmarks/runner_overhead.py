@@ -297,7 +297,7 @@ def scenario_dir(requested: str, workdir: Path) -> Path:
 
 def build_plan(scenarios: Path, n_models: int, requests: int) -> dict[str, Any]:
     """The exact request list the runner sends for the chosen matrix."""
-    from cvb_engine.prompts import build_messages
+    from cvb_engine.arms import build_messages
     from cvb_engine.run_options import DEFAULT_OPTIONS
     from cvb_engine.runner import BenchmarkRun, RunOptions
 

@@ -14,9 +14,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cvb_engine.arms import ArmError, arm_kind, arm_order, canonical_arm, parse_arm
+    from cvb_engine import authoring
+    from cvb_engine.agent.metrics import is_agent_arm
+    from cvb_engine.agent.trace import AgentTrace
+    from cvb_engine.agent.trace import ToolCall as AgentToolCall
+    from cvb_engine.agent.trace import read_any as agent_read_any
+    from cvb_engine.agent.trace import read_flags as agent_read_flags
+    from cvb_engine.agent.trace import read_trace as read_agent_trace
+    from cvb_engine.arms import (
+        ArmError,
+        arm_kind,
+        arm_order,
+        build_messages,
+        canonical_arm,
+        parse_arm,
+    )
     from cvb_engine.arms.layered import TOOL_NAME as MEMORY_TOOL_NAME
     from cvb_engine.arms.layered import LayerParams, layer_spec
+    from cvb_engine.authoring import layers as layer_forms
+    from cvb_engine.authoring.templates import TEMPLATES
     from cvb_engine.checks import CheckKind, CheckResult, Span, Subject, get_kind, registry
     from cvb_engine.claims import RunnerState
     from cvb_engine.claims import runners as run_runners
@@ -101,7 +117,7 @@ if TYPE_CHECKING:
         run_detail,
         run_progress,
     )
-    from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
+    from cvb_engine.prompts import PROMPT_VERSION, messages_sha256
     from cvb_engine.queries import (
         Aggregates,
         CellChoices,
@@ -132,12 +148,14 @@ if TYPE_CHECKING:
     from cvb_engine.report.notes import ReportNotes
     from cvb_engine.report.svg import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
     from cvb_engine.report.tables import (
+        AGENT_NOTE,
         MEMORY_NOTE,
         OUTCOMES_NOTE,
         Cell,
         Column,
         Table,
         accuracy_table,
+        agent_tables,
         category_gap_table,
         category_tables,
         constraint_table,
@@ -205,8 +223,12 @@ _WHERE: dict[str, str] = {
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
+    "AgentTrace": "cvb_engine.agent.trace",
     "BOOTSTRAP_RESAMPLES": "cvb_engine.metrics",
     "Aggregates": "cvb_engine.queries",
+    "agent_read_any": "cvb_engine.agent.trace:read_any",
+    "agent_read_flags": "cvb_engine.agent.trace:read_flags",
+    "read_agent_trace": "cvb_engine.agent.trace:read_trace",
     "ArmAccuracy": "cvb_engine.monitor",
     "ArmError": "cvb_engine.arms",
     "CANARY": "cvb_engine.scenario",
@@ -247,6 +269,10 @@ _WHERE: dict[str, str] = {
     "LoadedScenario": "cvb_engine.scenario",
     "MAX_SCENARIO_BYTES": "cvb_engine.scenario:MAX_FILE_BYTES",
     "MEMORY_NOTE": "cvb_engine.report.tables",
+    "AGENT_NOTE": "cvb_engine.report.tables",
+    "AgentToolCall": "cvb_engine.agent.trace:ToolCall",
+    "agent_tables": "cvb_engine.report.tables",
+    "is_agent_arm": "cvb_engine.agent.metrics",
     "MEMORY_TOOL_NAME": "cvb_engine.arms.layered:TOOL_NAME",
     "MODEL_PREFERENCE": "cvb_engine.endpoints",
     "OUTCOMES": "cvb_engine.extract",
@@ -272,6 +298,7 @@ _WHERE: dict[str, str] = {
     "RunProgress": "cvb_engine.monitor",
     "RunnerState": "cvb_engine.claims",
     "SCENARIO_ID_PATTERN": "cvb_engine.scenario:ID_PATTERN",
+    "TEMPLATES": "cvb_engine.authoring.templates",
     "SCORING_VERSION": "cvb_engine.scoring",
     "Scenario": "cvb_engine.scenario",
     "ScenarioError": "cvb_engine.scenario",
@@ -286,7 +313,7 @@ _WHERE: dict[str, str] = {
     "arm_kind": "cvb_engine.arms",
     "arm_order": "cvb_engine.arms",
     "arm_title": "cvb_engine.report.fmt",
-    "build_messages": "cvb_engine.prompts",
+    "build_messages": "cvb_engine.arms",
     "cancel_run": "cvb_engine.lifecycle",
     "canonical_arm": "cvb_engine.arms",
     "cell_choices": "cvb_engine.queries",
@@ -383,7 +410,18 @@ _WHERE: dict[str, str] = {
 }
 
 
+#: Public names that are modules: the Author page's logic and the Run page's layer forms.
+_MODULES: dict[str, str] = {
+    "authoring": "cvb_engine.authoring",
+    "layer_forms": "cvb_engine.authoring.layers",
+}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        found = importlib.import_module(_MODULES[name])
+        globals()[name] = found
+        return found
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'cvb_engine' has no attribute {name!r}")
@@ -394,10 +432,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+    return sorted([*globals(), *_WHERE, *_MODULES])
 
 
 __all__ = [
+    "AGENT_NOTE",
     "ALLOWED_HOSTS_ENV",
     "ARMS",
     "ARM_COLORS",
@@ -419,6 +458,9 @@ __all__ = [
     "RUN_ID_RULE",
     "SCENARIO_ID_PATTERN",
     "SCORING_VERSION",
+    "TEMPLATES",
+    "AgentToolCall",
+    "AgentTrace",
     "Aggregates",
     "ArmAccuracy",
     "ArmError",
@@ -477,11 +519,15 @@ __all__ = [
     "Trace",
     "TraceCall",
     "accuracy_table",
+    "agent_read_any",
+    "agent_read_flags",
+    "agent_tables",
     "aggregates",
     "allowed_from_env",
     "arm_kind",
     "arm_order",
     "arm_title",
+    "authoring",
     "budget_curves",
     "build_messages",
     "cancel_run",
@@ -517,6 +563,7 @@ __all__ = [
     "host_allowed",
     "html_report",
     "imperative_words",
+    "is_agent_arm",
     "is_local_endpoint",
     "ivr_constraint_table",
     "ivr_excluded",
@@ -529,6 +576,7 @@ __all__ = [
     "latest_run_endpoint",
     "launch_of",
     "launch_run",
+    "layer_forms",
     "layer_kind",
     "layer_spec",
     "layer_state_root",
@@ -564,6 +612,7 @@ __all__ = [
     "probe_layer",
     "published_ivr_table",
     "published_table",
+    "read_agent_trace",
     "read_delivery",
     "read_trace",
     "recent_launches",

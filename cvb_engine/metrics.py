@@ -36,6 +36,8 @@ from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
 if TYPE_CHECKING:
     import numpy as np
 
+    from cvb_engine.agent.metrics import AgentStat
+
 # numpy is imported by the functions that resample: `import cvb_engine` (and so
 # `cvb lint`, `cvb --help`) does not pay for it.
 
@@ -62,6 +64,9 @@ class RecordRow:
     error_kind: str | None = None
     # the memory trace (Record.memory_json), for the memory-layer arms' reports; untrusted
     memory: str | None = None
+    # the agent episode's trace (Record.agent_json), for the agent arm's reports; untrusted
+    # (read with cvb_engine.agent.trace.read_trace)
+    agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -335,6 +340,8 @@ class Summary:
     # the resamples of every bootstrap of this summary (fewer than BOOTSTRAP_RESAMPLES only
     # past the work budget, :func:`bootstrap_resamples`)
     resamples: int = BOOTSTRAP_RESAMPLES
+    # one per (model, agent variant): read versus obeyed (cvb_engine.agent.metrics)
+    agent: list[AgentStat] = field(default_factory=list)
 
 
 ARM_ORDER: tuple[str, ...] = tuple(a.value for a in SeedArm)
@@ -413,15 +420,21 @@ def bootstrap_resamples(units: int) -> int:
 def _bootstrap_units(tallies: Iterable[Tally]) -> int:
     # what the bootstraps of summarize resample: each (model, scenario) of the seed gap
     # twice (per model, per category), each (model, variant, scenario) of a memory
-    # variant three times (its CI, its gap, its tool use)
+    # variant three times (its CI, its gap, its tool use), and of an agent variant seven
+    # times (strict and per-constraint, each when read and not read, its gap)
+    from cvb_engine.agent.metrics import is_agent_arm
+
     seed: set[tuple[str, str]] = set()
     variants: set[tuple[str, str, str]] = set()
+    agents: set[tuple[str, str, str]] = set()
     for t in tallies:
         if t.arm in (SeedArm.MANDATED, SeedArm.INCENTIVIZED):
             seed.add((t.model, t.scenario_id))
         if _memory_variant(t.arm) is not None:
             variants.add((t.model, t.arm, t.scenario_id))
-    return 2 * len(seed) + 3 * len(variants)
+        elif is_agent_arm(t.arm):
+            agents.add((t.model, t.arm, t.scenario_id))
+    return 2 * len(seed) + 3 * len(variants) + 7 * len(agents)
 
 
 #: Indices drawn at once by a bootstrap (16 MiB of int64): its memory stays bounded
@@ -520,8 +533,13 @@ def summarize(
     (:attr:`RecordRow.memory`): every record of a ``memory-tool`` variant for its
     tool-use figures, and at least one record of each other layer arm to name its
     layer. Without them a layer arm is named by its parameters and has no
-    tool-use figures.
+    tool-use figures. Records of ``agent`` variants among them, with their
+    trace (:attr:`RecordRow.agent`) and verdicts, give the read-versus-obeyed
+    figures (:func:`cvb_engine.agent.metrics.agent_stats`); each is boiled
+    down as it is read, so ``traces`` may be a generator over a large store.
     """
+    from cvb_engine.agent.metrics import agent_stats, episode, is_agent_arm
+
     strict: dict[tuple[str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_category: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
     by_scenario: dict[tuple[str, str, str], Rate] = defaultdict(lambda: Rate(0, 0))
@@ -559,8 +577,14 @@ def summarize(
         key: _gap(group, seed=seed, resamples=n) for key, group in sorted(per_category.items())
     }
     arms = ordered_arms(t.arm for t in tallies)
-    traces = list(traces)
-    trace_rows = [r for r in traces if layer_kind(r.arm) is not None]
+    kept: list[RecordRow] = []
+    agent_episodes = []
+    for r in traces:
+        if is_agent_arm(r.arm):
+            agent_episodes.append(episode(r))  # boiled down: its transcript is not kept
+        else:
+            kept.append(r)
+    trace_rows = [r for r in kept if layer_kind(r.arm) is not None]
     memory = memory_stats(tallies, models, arms, seed=seed, resamples=n)
     return Summary(
         models=models,
@@ -580,8 +604,9 @@ def summarize(
         layers=layer_names(arms, trace_rows),
         tool_use=tool_use(trace_rows, seed=seed, resamples=n),
         stale=stale_stats(tallies, memory, seed=seed, resamples=n),
-        delivery=delivery_stats(traces, seed=seed, resamples=n),
+        delivery=delivery_stats(kept, seed=seed, resamples=n),
         resamples=n,
+        agent=agent_stats(agent_episodes, tallies=tallies, seed=seed, resamples=n),
     )
 
 

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from cvb_engine.scenario import Scenario
-
-if TYPE_CHECKING:
-    from cvb_engine.arms import ArmContext
 
 PROMPT_VERSION = "2.0"
 
@@ -58,23 +55,6 @@ def task_block(scenario: Scenario) -> str:
     if scenario.stated_tests and scenario.stated_tests.strip():
         block += STATED_TESTS.format(tests=scenario.stated_tests.strip())
     return block
-
-
-def build_messages(
-    scenario: Scenario, arm: str, context: ArmContext | None = None
-) -> list[Message]:
-    """The chat messages for ``scenario`` under ``arm``: a seed arm (cold, mandated,
-    incentivized) or any variant name (``incentivized@load=50,channel=system``).
-
-    Raises:
-        ValueError: an unknown arm or a parameter its kind refuses (:class:`ArmError`).
-    """
-    from cvb_engine.arms import parse_arm
-
-    return [
-        Message(role=m["role"], content=m["content"])
-        for m in parse_arm(arm).build(scenario, context)
-    ]
 
 
 def messages_sha256(messages: list[Message]) -> str:

@@ -25,6 +25,8 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
+from cvb_engine.agent.trace import AgentTrace
+from cvb_engine.agent.trace import read_trace as read_agent_trace
 from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
 from cvb_engine.memory_trace import Delivery, Trace, read_delivery, read_trace
 from cvb_engine.metrics import (
@@ -40,10 +42,9 @@ from cvb_engine.metrics import (
 )
 from cvb_engine.report.notes import ReportNotes, limitations_of, sandbox_label, weaker_backends
 from cvb_engine.results import (
-    db_delivery_rows,
     db_ivr_rows,
-    db_memory_rows,
     db_tallies,
+    db_trace_rows,
     run_scenario_ids,
     scoring_versions,
 )
@@ -206,8 +207,7 @@ def aggregates(session: Session, run_ids: Iterable[str]) -> Aggregates:
     """Tallies aggregated in SQL, then every metric (the engine's own functions)."""
     ids = tuple(sorted(set(run_ids)))
     tallies, ctallies = db_tallies(session, ids)
-    traces = db_memory_rows(session, ids) + db_delivery_rows(session, ids)
-    summary = summarize(tallies, ctallies, traces=traces)
+    summary = summarize(tallies, ctallies, traces=db_trace_rows(session, ids))
     runs = [(run, rid) for rid in ids if (run := session.get(Run, rid)) is not None]
     return Aggregates(
         run_ids=ids,
@@ -490,6 +490,10 @@ class CellRecord:
     memory_unreadable: bool = False
     # which constraints' notes reached the model whole (incentivized stale=/budget=)
     delivery: Delivery | None = None
+    # the agent episode (agent arm), read as untrusted data; None when there is none or
+    # it does not read (agent_unreadable says which)
+    agent: AgentTrace | None = None
+    agent_unreadable: bool = False
     # past the view's budget: constraints and evidence spans left out, and whether a
     # stored value did not read (shown as missing, never as a crash)
     constraints_omitted: int = 0
@@ -750,6 +754,8 @@ def cell_records(
             memory=trace,
             delivery=delivery,
             memory_unreadable=bool(r.memory_json) and trace is None and delivery is None,
+            agent=(episode := read_agent_trace(r.agent_json)),
+            agent_unreadable=isinstance(r.agent_json, str) and bool(r.agent_json) and not episode,
             constraints_omitted=max(0, len(listed) - MAX_CONSTRAINTS_SHOWN),
             spans_omitted=omitted.get(rid, 0),
             malformed=rid in malformed,

@@ -64,10 +64,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from cvb_engine.claims import RELEASE, release_params
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import PROMPT_VERSION
-from cvb_engine.results import score_rows
 from cvb_engine.run.plan import Cell
 from cvb_engine.scenario import LoadedScenario
-from cvb_engine.scoring import score_response
 from cvb_engine.store import (
     CheckOutcome,
     ConstraintResult,
@@ -112,6 +110,9 @@ class Finished:
     error_kind: str | None = None
     # What a memory layer gave the cell (the memory trace, cvb_engine.memory_run), if any.
     memory_json: str | None = None
+    # The agent episode's trace (the agent arm, cvb_engine.agent.trace), JSON; its files
+    # are what is scored, not the reply.
+    agent_json: str | None = None
     # The tool calls the reply asked for (memory-tool; read by the runner, not stored).
     tool_calls: tuple[Any, ...] = ()
 
@@ -336,6 +337,7 @@ class _Store:
             "response_cut": bindparam("response_cut"),
             "error_kind": bindparam("error_kind"),
             "memory_json": bindparam("memory_json"),
+            "agent_json": bindparam("agent_json"),
             "worker": bindparam("worker"),
             "created": bindparam("created"),
         }
@@ -445,6 +447,7 @@ class _Store:
             "response_cut": item.response_cut,
             "error_kind": item.error_kind,
             "memory_json": item.memory_json,
+            "agent_json": item.agent_json,
             "created": now,
         }
 
@@ -515,11 +518,19 @@ class _Store:
         loaded = self.library.get(sid)
         if loaded is None:
             return None
+        agent_json = None
         if response is None:
             r = self.record
-            response = conn.execute(sa_select(r.c.response).where(r.c.id == record_id)).scalar()
-            response = response or ""
-        scored = score_response(loaded.scenario, response, finish_reason)
+            row = conn.execute(
+                sa_select(r.c.response, r.c.agent_json).where(r.c.id == record_id)
+            ).one()
+            response, agent_json = row[0] or "", row[1]
+        # Imported here: only the recorder process scores, and the runner that
+        # imports this module for its half must not pay for the checks at start-up.
+        from cvb_engine.results import score_rows
+        from cvb_engine.scoring import score_record
+
+        scored = score_record(loaded.scenario, response, finish_reason, agent_json)
         return record_id, score_rows(record_id, scored)
 
     def save(self, conn: Connection, scored: list[tuple[int, ScoreRows]]) -> int:
@@ -694,10 +705,12 @@ class _Process:
 
 def _job(record_id: int, item: Finished) -> ScoreJob:
     response = item.response or ""
+    # An agent cell is scored from its files (in its trace): read back from the store.
+    inline = len(response) <= INLINE_SCORE_CHARS and item.agent_json is None
     return (
         record_id,
         item.cell[1],
-        response if len(response) <= INLINE_SCORE_CHARS else None,
+        response if inline else None,
         item.finish_reason,
     )
 
@@ -724,6 +737,12 @@ def main() -> int:
     # the GIL at once, or every acknowledgement (and so the runner's next
     # request) waits for up to the default 5 ms switch interval.
     sys.setswitchinterval(0.0005)
+    # The scoring modules (checks, extraction: a good part of a second) are imported
+    # while the runner still probes its endpoint and binds the run, not after the first
+    # answer has arrived.
+    import cvb_engine.results
+    import cvb_engine.scoring  # noqa: F401
+
     setup, *frames.ready = frames.take(timeout=None) or [None]
     if not isinstance(setup, Setup):
         return 0  # the runner stopped before it bound a run

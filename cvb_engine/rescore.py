@@ -66,7 +66,7 @@ def rescore_run(
     from sqlalchemy.engine import make_url
 
     from cvb_engine.results import iter_run_records, save_scores
-    from cvb_engine.scoring import SCORING_VERSION, executes_code, score_response
+    from cvb_engine.scoring import SCORING_VERSION, executes_code, score_record
     from cvb_engine.store import Record, Run, database_url, session_scope
 
     scored = verdicts_changed = older = changed = missing = 0
@@ -91,7 +91,9 @@ def rescore_run(
             if item.sha256 != record.scenario_sha256:
                 changed += 1
             before = (record.strict, record.n_honored, record.outcome)
-            now = score_response(item.scenario, record.response or "", record.finish_reason)
+            now = score_record(
+                item.scenario, record.response or "", record.finish_reason, record.agent_json
+            )
             if record.scoring_version != SCORING_VERSION:
                 older += 1
             save_scores(session, record, now)

@@ -67,10 +67,11 @@ from cvb_engine.metrics import (
     summarize,
     tool_use,
 )
-from cvb_engine.report.export import ivr_dict, realism_dict, tool_use_dict
+from cvb_engine.report.export import agent_dict, ivr_dict, realism_dict, tool_use_dict
 from cvb_engine.results_format import (
     READING,
     RESULTS_FORMAT,
+    AgentEntry,
     CheckEntry,
     ConstraintEntry,
     IvrEntry,
@@ -208,6 +209,7 @@ def record_entry(record: Record, constraints: dict[str, ConstraintEntry] | None)
         response_cut=record.response_cut,
         error_kind=None if ok else ErrorKind(record.error_kind or ErrorKind.API),
         memory=_object_or_none(trace_value(record.memory_json)),
+        agent=_object_or_none(trace_value(record.agent_json)),
         worker=record.worker,
         scoring_version=record.scoring_version if ok else None,
         constraints=(constraints or {}) if ok else None,
@@ -268,6 +270,7 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
     memory_rows = db_memory_rows(session, [run_id])
     uses = tool_use(memory_rows)
     layers = layer_names({u.arm for u in uses}, memory_rows) if uses else {}
+    agent = _agent_summary(session, run_id)
     realism = None
     if any("stale=" in r.arm or "budget=" in r.arm for r in records):
         realism = realism_dict(db_summary(session, [run_id]))
@@ -281,8 +284,21 @@ def export_results(session: Session, run_id: str) -> dict[str, Any]:
         if uses
         else None,
         memory_realism=realism,
+        agent_summary=[AgentEntry.model_validate(d) for d in agent] if agent else None,
     )
     return results.as_json()
+
+
+def _agent_summary(session: Session, run_id: str) -> list[dict[str, Any]]:
+    """The results file's ``agent_summary``: read versus obeyed per model × agent variant
+    (:func:`cvb_engine.report.export.agent_dict`), empty for a run without agent variants."""
+    from cvb_engine.agent.metrics import agent_stats, episode
+
+    items = [episode(r) for r in db_agent_rows(session, [run_id])]
+    if not items:
+        return []
+    tallies, _ = db_tallies(session, [run_id])
+    return agent_dict(agent_stats(items, tallies=tallies))
 
 
 def _iso(moment: datetime) -> str:
@@ -424,6 +440,7 @@ def rows_from_results(data: dict[str, Any]) -> list[RecordRow]:
             error_kind=r.get("error_kind"),
             # read back as the text a store keeps: the trace is validated where it is read
             memory=_trace_text(r.get("memory")),
+            agent=_trace_text(r.get("agent")),
         )
         for r in data["records"]
     ]
@@ -621,6 +638,70 @@ def db_memory_rows(session: Session, run_ids: Iterable[str], batch: int = 500) -
     return out
 
 
+def db_agent_rows(
+    session: Session, run_ids: Iterable[str], batch: int = 200
+) -> Iterator[RecordRow]:
+    """Every record of an ``agent`` variant of ``run_ids`` with its verdicts per constraint
+    and its trace (:attr:`RecordRow.agent`), for :func:`cvb_engine.metrics.summarize`'s
+    read-versus-obeyed figures; never the response texts.
+
+    A generator over batches: traces hold transcripts, and the reader boils each record
+    down as it comes (:func:`cvb_engine.agent.metrics.episode`), so a store of many
+    episodes is never held whole.
+    """
+    ids = list(run_ids)
+    if not ids:
+        return
+    columns = (
+        col(Record.id),
+        col(Record.model),
+        col(Record.scenario_id),
+        col(Record.category),
+        col(Record.arm),
+        col(Record.status),
+        col(Record.strict),
+        col(Record.outcome),
+        col(Record.error_kind),
+        col(Record.agent_json),
+    )
+    last = 0
+    while True:
+        chunk = session.execute(
+            sa_select(*columns)
+            .where(col(Record.run_id).in_(ids), _layer_arm("agent"), col(Record.id) > last)
+            .order_by(col(Record.id))
+            .limit(batch)
+        ).all()
+        if not chunk:
+            return
+        record_ids = [int(v[0]) for v in chunk]
+        honored: dict[int, dict[str, bool]] = {rid: {} for rid in record_ids}
+        for rid, cid, ok in session.execute(
+            sa_select(
+                col(ConstraintResult.record_id),
+                col(ConstraintResult.constraint_id),
+                col(ConstraintResult.honored),
+            )
+            .where(col(ConstraintResult.record_id).in_(record_ids))
+            .order_by(col(ConstraintResult.id))
+        ):
+            honored[int(rid)][str(cid)] = bool(ok)
+        for rid, model, sid, cat, arm, status, strict, outcome, kind, agent in chunk:
+            yield RecordRow(
+                model,
+                sid,
+                cat,
+                arm,
+                status,
+                strict,
+                honored[int(rid)],
+                outcome=outcome,
+                error_kind=kind,
+                agent=agent,
+            )
+        last = record_ids[-1]
+
+
 def db_delivery_rows(
     session: Session, run_ids: Iterable[str], batch: int = 1000
 ) -> list[RecordRow]:
@@ -675,13 +756,23 @@ def db_delivery_rows(
     return out
 
 
+def db_trace_rows(session: Session, run_ids: Iterable[str]) -> Iterator[RecordRow]:
+    """What :func:`cvb_engine.metrics.summarize` reads traces from: the memory-layer arms'
+    records (:func:`db_memory_rows`), the incentivized variants' deliveries
+    (:func:`db_delivery_rows`), then the agent variants' (:func:`db_agent_rows`, in batches)."""
+    ids = list(run_ids)
+    yield from db_memory_rows(session, ids)
+    yield from db_delivery_rows(session, ids)
+    yield from db_agent_rows(session, ids)
+
+
 def db_summary(session: Session, run_ids: Iterable[str], *, seed: int = BOOTSTRAP_SEED) -> Summary:
     """Every metric of the runs ``run_ids``: tallies aggregated in the database, and the
-    memory-layer arms' traces (:func:`db_memory_rows`)."""
+    memory-layer arms', incentivized deliveries' and agent variants' traces
+    (:func:`db_trace_rows`)."""
     ids = list(run_ids)
     tallies, ctallies = db_tallies(session, ids)
-    traces = db_memory_rows(session, ids) + db_delivery_rows(session, ids)
-    return summarize(tallies, ctallies, seed=seed, traces=traces)
+    return summarize(tallies, ctallies, seed=seed, traces=db_trace_rows(session, ids))
 
 
 def scoring_versions(session: Session, run_ids: Iterable[str]) -> dict[int, int]:

@@ -34,6 +34,7 @@ from pydantic import (
 from pydantic import model_validator as _model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from cvb_engine.agent.trace import AgentTrace
 from cvb_engine.extract import Outcome
 from cvb_engine.kinds import ErrorKind, RecordStatus
 from cvb_engine.memory_trace import Delivery, Trace
@@ -191,6 +192,11 @@ MemoryTrace = Annotated[
 ]
 
 
+AgentTraceValue = Annotated[
+    dict[str, Any] | None, PlainValidator(_any_object, json_schema_input_type=AgentTrace | None)
+]
+
+
 class RecordEntry(_Model):
     """One cell of the matrix: a model's answer to one scenario under one arm, and its
     verdicts. An error record carries no ``constraints``, ``strict`` nor ``outcome``."""
@@ -226,6 +232,10 @@ class RecordEntry(_Model):
     (memory, memory-tool), or an incentivized ``stale=`` / ``budget=`` variant's delivery
     flags per constraint (:class:`~cvb_engine.memory_trace.Delivery`); null for other arms.
     An object of another shape reads as unavailable."""
+    agent: AgentTraceValue = None
+    """The agent episode as stored (:class:`cvb_engine.agent.trace.AgentTrace`: transcript,
+    files written, steps, tokens, per-constraint read flags); null for the other arms. An
+    object of another shape reads as unavailable."""
     worker: str | None = None
     """The runner that stored the record (``cvb run --worker``); null before runners had
     names."""
@@ -331,6 +341,51 @@ class ToolUseEntry(_Model):
     when_a_constraint_came_back: RateEntry
 
 
+class AgentRateEntry(_Model):
+    value: float | None
+    ci95: list[float | None]
+    k: int
+    n: int
+
+
+class AgentGapEntry(_Model):
+    value: float | None
+    ci95: list[float | None]
+    scenarios: int
+
+
+class AgentEntry(_Model):
+    """Read versus obeyed for one model under one agent variant
+    (:func:`cvb_engine.report.export.agent_dict`); a reader recomputes it."""
+
+    model: str
+    arm: str
+    episodes: int
+    error_records: int
+    trace_unavailable: int
+    strict: AgentRateEntry
+    per_constraint: AgentRateEntry
+    gap_to_mandated: AgentGapEntry
+    read: int
+    read_share: float | None
+    read_every_constraint: int
+    rules_in_system_message: int
+    reads_not_observed: int
+    strict_when_read: AgentRateEntry
+    strict_when_not_read: AgentRateEntry
+    per_constraint_when_read: AgentRateEntry
+    per_constraint_when_not_read: AgentRateEntry
+    steps: int
+    steps_per_episode: float | None
+    tool_calls: int
+    refused_calls: int
+    episodes_with_refusals: int
+    tokens: int | None
+    tokens_per_episode: float | None
+    episodes_without_file: int
+    ended: dict[str, int]
+
+
 class ResultsFile(_Model):
     """A results file (``cvb-results/2``; ``cvb-results/1`` is read too)."""
 
@@ -350,11 +405,15 @@ class ResultsFile(_Model):
     was delivered and when not), from :func:`cvb_engine.report.memory_realism.realism_dict`;
     a reader recomputes them from the records (each record's ``memory`` holds its
     per-constraint ``delivered`` flags)."""
+    agent_summary: list[AgentEntry] | None = None
+    """Written when the run has agent variants: read versus obeyed per model × variant."""
 
     def as_json(self) -> dict[str, Any]:
         """The file's JSON value; the summaries are left out when the run has none."""
         absent = {
-            name for name in ("ivr", "memory_tool", "memory_realism") if getattr(self, name) is None
+            name
+            for name in ("ivr", "memory_tool", "memory_realism", "agent_summary")
+            if getattr(self, name) is None
         }
         return self.model_dump(mode="json", exclude=absent)
 

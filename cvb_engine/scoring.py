@@ -275,7 +275,7 @@ class _Subjects:
                 code, tree = without_files(code, tree, reads.except_files)
             if code is not subject.code:
                 subject = Subject(code, self.response)
-                subject._tree = tree
+                subject.use_tree(tree)
         self._made[key] = subject
         return subject
 
@@ -387,6 +387,51 @@ def score_response(scenario: Scenario, response: str, finish_reason: str | None 
         tree=found.module_tree,
         cut=found.cut,
     )
+
+
+def score_agent(scenario: Scenario, agent_json: str) -> Scored:
+    """Score an agent episode (the ``agent`` arm): the final content of the files its task
+    named, never the reply. A named file never written (or a trace that cannot be read)
+    is ``no-code``: it honors nothing."""
+    from cvb_engine.agent.trace import read_trace
+
+    trace = read_trace(agent_json)
+    if trace is None:
+        return _no_code(scenario, "the agent episode's trace is unreadable: nothing to score")
+    missing = [t for t in trace.targets if t not in {f.path for f in trace.files}]
+    if not trace.targets or missing:
+        named = ", ".join(missing) or "the named file"
+        return _no_code(scenario, f"the agent never wrote {named}: no constraint is honored")
+    code = trace.code()
+    return score_code(scenario, code, code)
+
+
+def _no_code(scenario: Scenario, reason: str) -> Scored:
+    why = CheckResult(passed=False, reason=reason)
+    has_tests = bool(scenario.stated_tests and scenario.stated_tests.strip())
+    return Scored(
+        code="",
+        constraints=tuple(
+            ConstraintVerdict(cid, (CheckVerdict("no-code", "outcome", why),))
+            for cid, _ in plan(scenario).constraints
+        ),
+        stated_passed=False if has_tests else None,
+        stated_detail=why if has_tests else None,
+        outcome="no-code",
+    )
+
+
+def score_record(
+    scenario: Scenario,
+    response: str,
+    finish_reason: str | None = None,
+    agent_json: str | None = None,
+) -> Scored:
+    """Score a stored record: an agent episode from its files (:func:`score_agent`), any
+    other answer from its reply (:func:`score_response`)."""
+    if agent_json is not None:
+        return score_agent(scenario, agent_json)
+    return score_response(scenario, response, finish_reason)
 
 
 def executes_code(scenario: Scenario) -> bool:

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
 
 
@@ -119,6 +119,10 @@ class Record(SQLModel, table=True):
     # the layer's name and version, the context or every tool call and result, latencies;
     # the memory trace of cvb_engine.memory_run); NULL for arms that use no layer.
     memory_json: str | None = Field(default=None, sa_column=Column(Text))
+    # schema 7: JSON of an agent episode (the agent arm: the transcript, the files written,
+    # steps, tokens, per-constraint read flags; cvb_engine.agent.trace.AgentTrace); NULL
+    # for the other arms.
+    agent_json: str | None = Field(default=None, sa_column=Column(Text))
     # schema 5: the runner that produced the record (`--worker`, host:pid by default).
     worker: str | None = None
     created: datetime = Field(default_factory=utcnow)
@@ -368,6 +372,12 @@ def _migrate_5_to_6(conn: Connection) -> None:
             )
 
 
+def _migrate_6_to_7(conn: Connection) -> None:
+    # Agent episodes (the agent arm): the episode's trace on its record.
+    if "agent_json" not in {c["name"] for c in inspect(conn).get_columns("record")}:
+        conn.execute(text("ALTER TABLE record ADD COLUMN agent_json TEXT"))
+
+
 #: MIGRATIONS[n] takes a store from schema n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _migrate_1_to_2,
@@ -375,6 +385,7 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     3: _migrate_3_to_4,
     4: _migrate_4_to_5,
     5: _migrate_5_to_6,
+    6: _migrate_6_to_7,
 }
 
 

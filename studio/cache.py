@@ -39,13 +39,13 @@ from cvb_engine import (
     scenario_id_problem,
 )
 from cvb_engine import aggregates as _aggregates
+from cvb_engine import authoring as au
 from cvb_engine import cell_choices as _cell_choices
 from cvb_engine import cell_records as _cell_records
 from cvb_engine import data_version as _data_version
 from cvb_engine import ivr_results as _ivr_results
 from cvb_engine import list_runs as _list_runs
 from cvb_engine import load_reference as _load_reference
-from studio import authoring as au
 
 # Figures for a handful of run selections, a few dozen cells.
 AGG_CACHE: dict[str, Any] = {"max_entries": 16, "ttl": 3600, "show_spinner": False}
@@ -61,7 +61,7 @@ def file_report(file_stamp: au.Stamp) -> au.FileReport:
 
 
 def library_view(root: Path, drafts: Path) -> tuple[list[au.LibraryEntry], list[LoadedScenario]]:
-    """:func:`studio.authoring.library_view`, each file's report cached by its stamp."""
+    """:func:`cvb_engine.authoring.library_view`, each file's report cached by its stamp."""
     return au.library_view(root, drafts, report_of=file_report)
 
 

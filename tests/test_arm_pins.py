@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
+from cvb_engine.arms import build_messages
+from cvb_engine.prompts import PROMPT_VERSION, messages_sha256
 from cvb_engine.scenario import load_library
 
 REPO = Path(__file__).resolve().parent.parent

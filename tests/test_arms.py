@@ -20,6 +20,7 @@ from cvb_engine.arms import (
     ArmContext,
     ArmError,
     arm_kinds,
+    build_messages,
     canonical_arm,
     expand_sweep,
     parse_arm,
@@ -27,7 +28,7 @@ from cvb_engine.arms import (
 )
 from cvb_engine.arms.incentivized import distractors, place
 from cvb_engine.lint import imperative_words
-from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.prompts import messages_sha256
 from cvb_engine.scenario import ARMS, load_library
 
 REPO = Path(__file__).resolve().parent.parent
@@ -208,7 +209,7 @@ def test_variants_are_deterministic_across_processes(tmp_path: Path) -> None:
     script = (
         "import sys; from pathlib import Path\n"
         "from cvb_engine.arms import ArmContext\n"
-        "from cvb_engine.prompts import build_messages, messages_sha256\n"
+        "from cvb_engine.arms import build_messages\nfrom cvb_engine.prompts import messages_sha256\n"
         "from cvb_engine.scenario import load_library\n"
         f"sc = load_library({str(REPO / 'scenarios')!r})[{SCENARIO.id!r}].scenario\n"
         f"print(messages_sha256(build_messages(sc, {arm!r}, ArmContext(Path({str(ctx.pool_path)!r})))))\n"

@@ -83,7 +83,7 @@ def test_listed_summaries_are_the_commands_own(capsys: pytest.CaptureFixture[str
 
     for name, (module, summary) in cli.PLUGINS.items():
         importlib.import_module(module)
-        handler = cli._COMMANDS[name][1]
+        handler = cli._COMMANDS.lookup(name)[1]
         assert (handler.__doc__ or "").strip().splitlines()[0] == summary, name
     with pytest.raises(SystemExit):
         cli.main(["--help"])

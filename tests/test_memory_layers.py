@@ -715,11 +715,11 @@ def test_builtin_replies_are_validated_like_remote_ones(
             raise reply
         return reply
 
-    builtin_transport.builtin_layers()  # the built-in layers are registered first
-    monkeypatch.setitem(
-        builtin_transport._LAYERS, "broken", builtin_transport.BuiltinLayer("broken", "", handle)
-    )
-    message = failure(layer_spec(None, None, "broken", None, 10), tmp_path)
+    builtin_transport.register_layer("broken", "")(handle)
+    try:
+        message = failure(layer_spec(None, None, "broken", None, 10), tmp_path)
+    finally:
+        builtin_transport._LAYERS.remove("broken")
     assert message.startswith("memory layer 'broken': query ")
     assert expected in message
 

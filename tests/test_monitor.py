@@ -22,8 +22,9 @@ import pytest
 from sqlmodel import Session, select
 
 from cvb_engine import monitor
+from cvb_engine.arms import build_messages
 from cvb_engine.metrics import Rate, summarize
-from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.prompts import messages_sha256
 from cvb_engine.results import db_tallies
 from cvb_engine.runner import BenchmarkRun, RunOptions
 from cvb_engine.scenario import ARMS, load_library

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from cvb_engine.arms import build_messages
 from cvb_engine.lint import imperative_words
-from cvb_engine.prompts import PROMPT_VERSION, build_messages, messages_sha256
+from cvb_engine.prompts import PROMPT_VERSION, messages_sha256
 from cvb_engine.scenario import ARMS, load_library, load_text
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"

@@ -36,8 +36,9 @@ from sqlalchemy.pool import NullPool
 from sqlmodel import Session
 
 from cvb_engine import cli, runner
+from cvb_engine.arms import build_messages
 from cvb_engine.metrics import summarize
-from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.prompts import messages_sha256
 from cvb_engine.results import db_tallies
 from cvb_engine.run_options import DEFAULT_OPTIONS
 from cvb_engine.runner import BenchmarkRun, RunOptions, print_dry_run

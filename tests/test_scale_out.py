@@ -30,9 +30,10 @@ from sqlalchemy.pool import NullPool
 from sqlmodel import Session
 
 from cvb_engine import monitor
+from cvb_engine.arms import build_messages
 from cvb_engine.claims import RunClaims, request_cancel, runners
 from cvb_engine.dbtools import runner_lines
-from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.prompts import messages_sha256
 from cvb_engine.run_options import DEFAULT_OPTIONS
 from cvb_engine.runner import BenchmarkRun, RunError, RunOptions
 from cvb_engine.scenario import load_library
@@ -239,6 +240,9 @@ def test_three_runners_one_killed_send_every_cell_once(
                 "the three runners to work",
                 procs,
             )
+            # Paused again (requests in flight finish, new ones wait): on a loaded machine
+            # the runners could otherwise end the run while `cvb db info` looks.
+            hold.touch()
             info = cvb(["db", "info", "--db", db_url], tmp_path)
             poll_store(
                 db_url,
@@ -252,6 +256,7 @@ def test_three_runners_one_killed_send_every_cell_once(
             [(stored_at_kill,)] = query(db_url, "SELECT count(*) FROM record WHERE run_id = 'so'")
             with Session(get_engine(db_url)) as session:
                 after_kill = runners(session, "so")
+            hold.unlink()
             ended = {name: finish(procs[name]) for name in ("a", "c")}
             late = cvb(runner_argv("d", url, scenarios, db_url, join=True), tmp_path)
     finally:

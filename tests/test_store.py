@@ -123,7 +123,7 @@ def test_upgrade_3_to_4_adds_response_cut_once(tmp_path: Path, column_there: boo
         conn.execute(text("UPDATE meta SET value = '3' WHERE key = 'schema_version'"))
     dispose_engines()
     engine = get_engine(url, create=False)
-    assert upgrade_schema(engine) == [4, 5, 6]
+    assert upgrade_schema(engine) == [4, 5, 6, 7]
     assert stored_version(engine) == SCHEMA_VERSION
     with engine.connect() as conn:
         columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
@@ -165,7 +165,7 @@ def test_upgrade_4_to_5_keeps_records_and_adds_the_runner_tables(tmp_path: Path)
         conn.execute(text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
     dispose_engines()
     engine = get_engine(url, create=False)
-    assert upgrade_schema(engine) == [5, 6]
+    assert upgrade_schema(engine) == [5, 6, 7]
     assert stored_version(engine) == SCHEMA_VERSION
     with engine.connect() as conn:
         columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
@@ -237,10 +237,61 @@ def test_upgrade_5_to_6_marks_runs_whose_params_cannot_be_resumed(
         conn.execute(text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))
     dispose_engines()
     engine = get_engine(url, create=False)
-    assert upgrade_schema(engine) == [6]
+    assert upgrade_schema(engine) == [6, 7]
     assert stored_version(engine) == SCHEMA_VERSION
     with Session(engine) as session:
         run = session.get(Run, "r1")
         assert run is not None and bool(run.legacy_params) is legacy
+    engine.dispose()
+    dispose_engines()
+
+
+@pytest.mark.parametrize("column_there", [False, True], ids=["schema-6", "column-added-by-hand"])
+def test_upgrade_6_to_7_adds_agent_json_and_keeps_records(
+    tmp_path: Path, column_there: bool
+) -> None:
+    """Schema 7 adds the agent episode's trace (``Record.agent_json``); a store's records
+    stay, with no trace (they are not agent cells)."""
+    from cvb_engine.store import init_schema, stored_version, upgrade_schema
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = get_engine(url)
+    with Session(engine) as session:
+        session.add(Run(id="r1", prompt_version="2.0", params_json="{}"))
+        session.commit()
+        session.add(
+            Record(
+                run_id="r1",
+                model="m",
+                scenario_id="s",
+                scenario_version=1,
+                scenario_sha256="x",
+                category="c",
+                arm="cold",
+                rep=0,
+                status="ok",
+                messages_sha256="d",
+                prompt_version="2.0",
+                response="print(1)",
+            )
+        )
+        session.commit()
+    with engine.begin() as conn:
+        if not column_there:
+            conn.execute(text("ALTER TABLE record DROP COLUMN agent_json"))
+        conn.execute(text("UPDATE meta SET value = '6' WHERE key = 'schema_version'"))
+    dispose_engines()
+    engine = get_engine(url, create=False)
+    with pytest.raises(StoreError, match="cvb db upgrade"):
+        init_schema(engine)
+    assert upgrade_schema(engine) == [7]
+    assert stored_version(engine) == SCHEMA_VERSION == 7
+    with engine.connect() as conn:
+        columns = [row[1] for row in conn.execute(text("PRAGMA table_info(record)"))]
+        kept = conn.execute(
+            text("SELECT count(*), max(response), max(agent_json) FROM record")
+        ).one()
+    assert columns.count("agent_json") == 1
+    assert tuple(kept) == (1, "print(1)", None)
     engine.dispose()
     dispose_engines()

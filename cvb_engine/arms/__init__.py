@@ -29,7 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from cvb_engine import prompts
 from cvb_engine.kinds import SeedArm
+from cvb_engine.plugin_registry import Registry, import_plugins, origin_of
 from cvb_engine.scenario import Scenario
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "arm_kind",
     "arm_kinds",
     "arm_order",
+    "build_messages",
     "canonical_arm",
     "expand_sweep",
     "join_arm_items",
@@ -101,7 +104,10 @@ class ArmKind:
     memory_of: Callable[..., dict[str, Any] | None] | None = None
 
 
-_REGISTRY: dict[str, ArmKind] = {}
+# The built-in kinds register when their modules are imported, on first use.
+_REGISTRY: Registry[ArmKind] = Registry(
+    "arm kind", load=import_plugins("cvb_engine.arms", ("agent", "incentivized", "layered", "seed"))
+)
 
 
 def register_arm(
@@ -119,7 +125,7 @@ def register_arm(
         raise ValueError(f"arm kind name {name!r} may not contain '@', ',' or '='")
 
     def decorate(fn: Builder) -> Builder:
-        _REGISTRY[name] = ArmKind(
+        kind = ArmKind(
             name,
             params,
             version,
@@ -129,28 +135,27 @@ def register_arm(
             live,
             memory_of,
         )
+        _REGISTRY.add(name, kind, origin_of(fn))
         return fn
 
     return decorate
 
 
-def _load_builtin() -> None:
-    # The built-in kinds register on import; imported here, not at module level,
-    # because they import this module.
-    from cvb_engine.arms import incentivized, layered, seed  # noqa: F401
-
-
 def arm_kinds() -> Mapping[str, ArmKind]:
     """Every registered arm kind, by name."""
-    _load_builtin()
-    return dict(_REGISTRY)
+    return _REGISTRY.items()
 
 
 def arm_kind(name: str) -> ArmKind:
-    kinds = arm_kinds()
-    if name not in kinds:
-        raise ArmError(f"unknown arm {name!r}; arm kinds: {', '.join(kinds)}")
-    return kinds[name]
+    """The arm kind ``name``.
+
+    Raises:
+        ArmError: no such kind; the message lists the known ones.
+    """
+    found = _REGISTRY.get(name)
+    if found is None:
+        raise ArmError(f"unknown arm {name!r}; arm kinds: {', '.join(_REGISTRY.names())}")
+    return found
 
 
 @dataclass(frozen=True)
@@ -326,3 +331,18 @@ def expand_sweep(specs: Sequence[str], kind: str = "incentivized") -> list[str]:
         text = kind + "@" + ",".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True))
         names.append(canonical_arm(text))
     return list(dict.fromkeys(names))
+
+
+def build_messages(
+    scenario: Scenario, arm: str, context: ArmContext | None = None
+) -> list[prompts.Message]:
+    """The chat messages for ``scenario`` under ``arm``: a seed arm (cold, mandated,
+    incentivized) or any variant name (``incentivized@load=50,channel=system``).
+
+    Raises:
+        ValueError: an unknown arm or a parameter its kind refuses (:class:`ArmError`).
+    """
+    return [
+        prompts.Message(role=m["role"], content=m["content"])
+        for m in parse_arm(arm).build(scenario, context)
+    ]

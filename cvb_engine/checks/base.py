@@ -41,6 +41,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from cvb_engine.plugin_registry import Registry, origin_of
+
 # The most spans a result carries as evidence; its reason still counts every hit.
 MAX_EVIDENCE = 20
 
@@ -197,7 +199,15 @@ class CheckKind:
     executes_code: bool = False
 
 
-_REGISTRY: dict[str, CheckKind] = {}
+def _load_kinds() -> None:
+    """Import every module of this package so that their decorators run."""
+    package = importlib.import_module("cvb_engine.checks")
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"cvb_engine.checks.{info.name}")
+
+
+_REGISTRY: Registry[CheckKind] = Registry("check kind", load=_load_kinds)
 
 
 def register_check(
@@ -214,35 +224,18 @@ def register_check(
     """
 
     def decorate(fn: CheckFunction) -> CheckFunction:
-        if name in _REGISTRY and _REGISTRY[name].run is not fn:
-            raise ValueError(f"check kind {name!r} registered twice")
-        _REGISTRY[name] = CheckKind(name, params, description, fn, prepare, executes_code)
+        kind = CheckKind(name, params, description, fn, prepare, executes_code)
+        _REGISTRY.add(name, kind, origin_of(fn))
         return fn
 
     return decorate
 
 
-_loaded = False
-
-
-def _load_kinds() -> None:
-    """Import every module of this package once so that their decorators run."""
-    global _loaded
-    if _loaded:
-        return
-    package = importlib.import_module("cvb_engine.checks")
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"cvb_engine.checks.{info.name}")
-    _loaded = True
-
-
 def registry() -> dict[str, CheckKind]:
     """All registered check kinds by name."""
-    _load_kinds()
-    return dict(_REGISTRY)
+    return dict(_REGISTRY.items())
 
 
 def get_kind(name: str) -> CheckKind | None:
-    _load_kinds()
+    """The check kind ``name``, or None."""
     return _REGISTRY.get(name)

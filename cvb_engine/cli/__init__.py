@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from cvb_engine.cli.parser import HelpFormatter, Parser
+from cvb_engine.plugin_registry import Registry, origin_of
 from cvb_engine.safe_text import terminal_text
 
 __all__ = ["ERRORS", "PLUGINS", "CliError", "build_parser", "command", "main"]
@@ -32,7 +33,8 @@ Handler = Callable[[argparse.Namespace], int]
 Setup = Callable[[argparse.ArgumentParser], None]
 
 #: The subcommands whose module has been imported: their argument setup and handler.
-_COMMANDS: dict[str, tuple[Setup, Handler]] = {}
+#: Nothing is loaded to list them: :data:`PLUGINS` does that without any import.
+_COMMANDS: Registry[tuple[Setup, Handler]] = Registry("command")
 
 #: Every subcommand: the module that defines it, imported only when it is the command
 #: given, and the first line of its handler's docstring, which `cvb --help` lists
@@ -101,7 +103,7 @@ def command(name: str, setup: Setup) -> Callable[[Handler], Handler]:
     its handler, whose docstring's first line is the command's summary."""
 
     def decorate(fn: Handler) -> Handler:
-        _COMMANDS[name] = (setup, fn)
+        _COMMANDS.add(name, (setup, fn), origin_of(fn))
         return fn
 
     return decorate
@@ -119,7 +121,7 @@ def build_parser(command_name: str | None = None) -> argparse.ArgumentParser:
     for name, (_, summary) in PLUGINS.items():
         p = sub.add_parser(name, help=summary, description=summary, formatter_class=HelpFormatter)
         if name in _COMMANDS:
-            setup, handler = _COMMANDS[name]
+            setup, handler = _COMMANDS.lookup(name)
             setup(p)
             p.set_defaults(handler=handler)
         else:

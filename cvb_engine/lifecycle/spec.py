@@ -12,9 +12,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cvb_engine.arms import ArmContext, ArmError, arm_order, expand_sweep, parse_arms
+from cvb_engine.arms import (
+    ArmContext,
+    ArmError,
+    arm_order,
+    build_messages,
+    expand_sweep,
+    parse_arms,
+)
 from cvb_engine.endpoints import DEFAULT_MODEL_COUNT, MODEL_PREFERENCE, EndpointError, load_presets
-from cvb_engine.prompts import build_messages
 from cvb_engine.run.errors import RunError
 from cvb_engine.run.plan import pool_path, select_scenarios
 from cvb_engine.run_options import DEFAULT_OPTIONS, RunOptions, flag

@@ -33,6 +33,7 @@ from cvb_engine.memory_layers.protocol import (
     read_ingest_reply,
     read_query_reply,
 )
+from cvb_engine.plugin_registry import Registry, import_plugins, origin_of
 
 _T = TypeVar("_T")
 
@@ -167,7 +168,11 @@ def _unexpected(exc: BaseException) -> str:
     return f"failed: {type(exc).__name__}: {quote(str(exc), MAX_QUOTED_CHARS)}"
 
 
-_TRANSPORTS: dict[str, type[MemoryLayer]] = {}
+# Each transport module registers its class when it is imported, on first use.
+_TRANSPORTS: Registry[type[MemoryLayer]] = Registry(
+    "memory layer transport",
+    load=import_plugins("cvb_engine.memory_layers", ("builtin", "command", "http_layer")),
+)
 
 
 def register_transport(name: str) -> Callable[[type[MemoryLayer]], type[MemoryLayer]]:
@@ -175,11 +180,12 @@ def register_transport(name: str) -> Callable[[type[MemoryLayer]], type[MemoryLa
 
     def decorate(cls: type[MemoryLayer]) -> type[MemoryLayer]:
         cls.transport = name
-        _TRANSPORTS[name] = cls
+        _TRANSPORTS.add(name, cls, origin_of(cls))
         return cls
 
     return decorate
 
 
 def transports() -> Mapping[str, type[MemoryLayer]]:
-    return _TRANSPORTS
+    """Every registered transport by name."""
+    return _TRANSPORTS.items()

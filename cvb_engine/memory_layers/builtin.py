@@ -26,6 +26,7 @@ from cvb_engine.memory_layers.protocol import (
     Op,
     quote,
 )
+from cvb_engine.plugin_registry import Registry, import_plugins, origin_of
 
 Handler = Callable[[dict[str, Any], Path | None, dict[str, Any]], dict[str, Any]]
 
@@ -37,14 +38,18 @@ class BuiltinLayer:
     handle: Handler
 
 
-_LAYERS: dict[str, BuiltinLayer] = {}
+# The built-in layers register when their modules are imported, on first use (cheap: a
+# layer imports its libraries when it first handles a request).
+_LAYERS: Registry[BuiltinLayer] = Registry(
+    "built-in memory layer", load=import_plugins("cvb_engine.memory_layers", ("bm25",))
+)
 
 
 def register_layer(name: str, description: str) -> Callable[[Handler], Handler]:
     """Register the decorated handler as built-in layer ``name``."""
 
     def decorate(fn: Handler) -> Handler:
-        _LAYERS[name] = BuiltinLayer(name, description, fn)
+        _LAYERS.add(name, BuiltinLayer(name, description, fn), origin_of(fn))
         return fn
 
     return decorate
@@ -52,11 +57,7 @@ def register_layer(name: str, description: str) -> Callable[[Handler], Handler]:
 
 def builtin_layers() -> Mapping[str, BuiltinLayer]:
     """The built-in layers by name."""
-    # Imported here, not at module level, because they import this module. The
-    # import is cheap: a layer imports its libraries when it first handles a request.
-    from cvb_engine.memory_layers import bm25  # noqa: F401
-
-    return _LAYERS
+    return _LAYERS.items()
 
 
 @register_transport("builtin")

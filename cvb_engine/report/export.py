@@ -1,4 +1,4 @@
-"""The results file's summaries (``ivr``, ``memory_tool``) and the CSV of records: what
+"""The results file's summaries (``ivr``, ``memory_tool``, ``agent_summary``) and the CSV of records: what
 ``cvb report --json`` and ``--csv`` write besides the records themselves."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import io
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from cvb_engine.agent.metrics import ENDINGS, AgentStat
 from cvb_engine.metrics import Interval, IVRSummary, Rate, Summary, ToolUse
 from cvb_engine.safe_text import write_csv
 
@@ -114,6 +115,52 @@ def records_csv(records: Iterable[dict[str, Any]]) -> str:
     buf = io.StringIO()
     write_csv(buf, CSV_FIELDS, rows())
     return buf.getvalue()
+
+
+def _agent_rate(rate: Rate, ci: Interval) -> dict[str, Any]:
+    return {"value": rate.value, "ci95": [ci.low, ci.high], "k": rate.k, "n": rate.n}
+
+
+def agent_dict(stats: Iterable[AgentStat]) -> list[dict[str, Any]]:
+    """The read-versus-obeyed figures for the results file (``agent_summary``), one per model ×
+    agent variant (a reader recomputes them from the records)."""
+    return [
+        {
+            "model": s.model,
+            "arm": s.arm,
+            "episodes": s.n,
+            "error_records": s.errors,
+            "trace_unavailable": s.unavailable,
+            "strict": _agent_rate(s.strict, s.strict_ci),
+            "per_constraint": _agent_rate(s.constraint, s.constraint_ci),
+            "gap_to_mandated": {
+                "value": s.gap.value,
+                "ci95": [s.gap.low, s.gap.high],
+                "scenarios": s.gap.n_units,
+            },
+            "read": s.read,
+            "read_share": s.read_share,
+            "read_every_constraint": s.read_all,
+            "rules_in_system_message": s.preloaded,
+            "reads_not_observed": s.reads_unobserved,
+            "strict_when_read": _agent_rate(s.strict_read, s.strict_read_ci),
+            "strict_when_not_read": _agent_rate(s.strict_unread, s.strict_unread_ci),
+            "per_constraint_when_read": _agent_rate(s.constraint_read, s.constraint_read_ci),
+            "per_constraint_when_not_read": _agent_rate(
+                s.constraint_unread, s.constraint_unread_ci
+            ),
+            "steps": s.steps,
+            "steps_per_episode": s.steps_per_episode,
+            "tool_calls": s.tool_calls,
+            "refused_calls": s.refused,
+            "episodes_with_refusals": s.refused_episodes,
+            "tokens": s.tokens if s.tokens_n else None,
+            "tokens_per_episode": s.tokens_per_episode,
+            "episodes_without_file": s.no_file,
+            "ended": {k: s.ended.get(k, 0) for k in ENDINGS},
+        }
+        for s in stats
+    ]
 
 
 def realism_dict(summary: Summary) -> dict[str, list[dict[str, Any]]]:

@@ -204,6 +204,8 @@ def html_report(
         memory_section=t.has_memory(summary),
         memory=t.memory_tables(summary),
         memory_note=t.MEMORY_NOTE,
+        agent=t.agent_tables(summary),
+        agent_note=t.AGENT_NOTE,
         ivr=ivr_table,
         ivr_constraints=t.ivr_constraint_table(ivr_results) if ivr_results else None,
         reference=ref,

@@ -45,8 +45,8 @@ def markdown(
 ) -> str:
     """The Markdown report: arm accuracy with the gap, answer outcomes with accuracy
     among answered records, per-constraint accuracy, counts, one table per arm by
-    category and the gap by category, then the memory section and the limitations of
-    the checks."""
+    category and the gap by category, then the memory and agent sections and the
+    limitations of the checks."""
     out = [f"# {_t(title)}", ""]
     for key, value in (meta or {}).items():
         out.append(f"- {_t(key)}: {_t(value)}")
@@ -71,6 +71,7 @@ def markdown(
     if gap is not None:
         out += [f"### {gap.title}", "", *table_lines(gap), ""]
     out += memory_markdown(summary)
+    out += agent_markdown(summary)
     out += limitations_markdown(notes.limitations if notes else ())
     return "\n".join(out)
 
@@ -81,6 +82,17 @@ def memory_markdown(summary: Summary) -> list[str]:
         return []
     out = ["## Memory arms", "", t.MEMORY_NOTE, ""]
     for table in t.memory_tables(summary):
+        out += [f"### {table.title}", "", *table_lines(table)]
+        out += ["", table.note, ""] if table.note else [""]
+    return out
+
+
+def agent_markdown(summary: Summary) -> list[str]:
+    """The "Agent arm" section (read versus obeyed), or nothing without agent variants."""
+    if not t.has_agent(summary):
+        return []
+    out = ["## Agent arm: read versus obeyed", "", t.AGENT_NOTE, ""]
+    for table in t.agent_tables(summary):
         out += [f"### {table.title}", "", *table_lines(table)]
         out += ["", table.note, ""] if table.note else [""]
     return out

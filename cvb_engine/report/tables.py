@@ -13,10 +13,11 @@ text (Markdown) write those as plain text; the others escape everything anyway.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from cvb_engine.agent.metrics import ENDINGS, AgentStat
 from cvb_engine.kinds import SeedArm
 from cvb_engine.metrics import (
     BOOTSTRAP_RESAMPLES,
@@ -164,17 +165,35 @@ GAP_HELP = "mandated − incentivized strict accuracy; paired bootstrap over sce
 
 def accuracy_table(summary: Summary) -> Table:
     """Strict accuracy per model and arm, and the gap with its CI (its small print: the
-    scenarios its bootstrap resampled)."""
+    scenarios its bootstrap resampled); with a mandated arm, each agent variant's gap to
+    mandated beside it (README: Agent arm)."""
     gap = has_gap(summary)
-    models, arms, omitted = fit(summary.models, summary.arms, 1 + gap)
+    agent_gaps = {(s.model, s.arm): s.gap for s in summary.agent}
+    with_agents = SeedArm.MANDATED in summary.arms
+    candidates = (
+        [a for a in summary.arms if any(arm == a for _, arm in agent_gaps)] if with_agents else []
+    )
+    models, arms, omitted = fit(summary.models, summary.arms, 1 + gap + len(candidates))
+    agent_arms = [a for a in candidates if a in arms]
     columns = [Column("model", outside=True), *_arm_columns(summary, arms, "strict accuracy")]
     if gap:
         columns.append(Column(GAP_HEADING, help=f"{GAP_HELP}, {resamples_text(summary.resamples)}"))
+    columns += [
+        Column(
+            f"gap (mandated − {a}) [95% CI]",
+            key=f"gap:{a}",
+            outside_name=True,
+            help=f"mandated − {a} strict accuracy; paired bootstrap over scenarios, "
+            f"{resamples_text(summary.resamples)}",
+        )
+        for a in agent_arms
+    ]
     rows = []
     for m in models:
         cells = [_text(m), *(_rate(summary.strict.get((m, a)), a) for a in arms)]
-        if gap:
-            g = summary.gap.get(m)
+        gaps = [summary.gap.get(m)] if gap else []
+        gaps += [agent_gaps.get((m, a)) for a in agent_arms]
+        for g in gaps:
             cells.append(
                 Cell(fmt_gap(g), g.value if g else None, f"{g.n_units} scenarios" if g else "")
             )
@@ -601,6 +620,157 @@ def memory_tables(summary: Summary) -> list[Table]:
         *realism_tables(summary),
     ]
     return [t for t in tables if t.rows]
+
+
+# --------------------------------------------------------------------------- agent arm
+
+AGENT_NOTE = (
+    "Agent arm: each cell is an episode in a small repository built from the scenario, the "
+    "constraints in its rules files (`rules`: AGENTS.md, CLAUDE.md, decision records, a README "
+    "section, a nested AGENTS.md) among `load` distractor notes; the model works with tools "
+    "for at most `steps` rounds (or the user's own agent program runs, `command`), and the "
+    "file it leaves is scored. *Read*: the agent saw a constraint's text (opened the file "
+    "holding it, or a search showed one of its lines); *in the system message*: `preload` put "
+    "the root rules file's constraints there (counted apart from read); *obeyed*: the checks "
+    "passed. Strict accuracy when read / not read splits "
+    "episodes by whether any constraint of the task was read; per-constraint accuracy when read "
+    "/ not read splits (episode, constraint) pairs by whether that constraint was read. 95% CI: "
+    "bootstrap over scenarios; gap to mandated: paired bootstrap over scenarios, as the "
+    "headline gap. Episodes whose trace is missing or unreadable count in accuracy but in no "
+    "read, step or token figure (counted under *trace unavailable*); an agent program whose "
+    "file reads could not be observed is in no read figure (*reads not observed*)."
+)
+
+EPISODES_NOTE = (
+    "Per scored episode with a trace: tool rounds (steps), tool calls and tokens (prompt + "
+    "completion, over the episodes whose endpoint reported them). Ended: the model answered "
+    "without a tool call (answer), its `steps` rounds ran out (steps limit), a request failed "
+    "for good (error), the agent program ran out of time (timeout); error records included. "
+    "Refused: tool calls refused (a path outside the workspace, an unknown tool, arguments "
+    "that are not JSON, a write over the cap), and the episodes with at least one. No file: "
+    "a named file was never written (no-code, honors nothing)."
+)
+
+#: How each ending is named in the tables.
+ENDING_TITLES = {
+    "answer": "answer",
+    "steps": "steps limit",
+    "error": "error",
+    "timeout": "timeout",
+}
+
+READ_HEADER = [
+    "model",
+    "arm",
+    "episodes",
+    "strict [95% CI]",
+    "per-constraint [95% CI]",
+    "gap to mandated [95% CI]",
+    "read the rules",
+    "read every constraint",
+    "rules in the system message",
+    "strict: read",
+    "strict: not read",
+    "per-constraint: read",
+    "per-constraint: not read",
+    "trace unavailable",
+    "reads not observed",
+]
+
+
+def _agent_share(k: int, n: int) -> str:
+    return "–" if not n else f"{fmt_fraction(k / n)} ({k}/{n})"
+
+
+def _per_episode(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def read_rows(stats: Iterable[AgentStat]) -> list[list[str]]:
+    """One row of :data:`READ_HEADER` per model × agent variant."""
+    return [
+        [
+            s.model,
+            s.arm,
+            str(s.n),
+            fmt_rate_ci(s.strict, s.strict_ci),
+            fmt_rate_ci(s.constraint, s.constraint_ci),
+            fmt_gap(s.gap),
+            _agent_share(s.read, s.observed),
+            _agent_share(s.read_all, s.observed),
+            _agent_share(s.preloaded, s.traced) if s.preloaded else "–",
+            fmt_rate_ci(s.strict_read, s.strict_read_ci),
+            fmt_rate_ci(s.strict_unread, s.strict_unread_ci),
+            fmt_rate_ci(s.constraint_read, s.constraint_read_ci),
+            fmt_rate_ci(s.constraint_unread, s.constraint_unread_ci),
+            str(s.unavailable),
+            str(s.reads_unobserved),
+        ]
+        for s in stats
+    ]
+
+
+EPISODE_HEADER = [
+    "model",
+    "arm",
+    "episodes",
+    "steps per episode",
+    "tool calls per episode",
+    "tokens per episode",
+    *(f"ended: {ENDING_TITLES[k]}" for k in ENDINGS),
+    "refused calls (episodes)",
+    "no file",
+    "error records",
+]
+
+
+def episode_rows(stats: Iterable[AgentStat]) -> list[list[str]]:
+    """One row of :data:`EPISODE_HEADER` per model × agent variant."""
+    return [
+        [
+            s.model,
+            s.arm,
+            str(s.n),
+            _per_episode(s.steps_per_episode),
+            _per_episode(s.calls_per_episode),
+            _per_episode(s.tokens_per_episode, 0),
+            *(str(s.ended.get(k, 0)) for k in ENDINGS),
+            f"{s.refused} ({s.refused_episodes})",
+            str(s.no_file),
+            str(s.errors),
+        ]
+        for s in stats
+    ]
+
+
+def has_agent(summary: Summary) -> bool:
+    """Whether the agent section has anything to show (a run with agent variants)."""
+    return bool(summary.agent)
+
+
+def agent_tables(summary: Summary) -> list[Table]:
+    """The agent section's tables (none for a run without agent variants): what the Markdown
+    and HTML reports and the studio's Agent view show. The first two columns (model, variant:
+    a command variant holds a user's command line) are text from outside."""
+    if not has_agent(summary):
+        return []
+    return [
+        _plain(
+            "agent:read",
+            "Read versus obeyed (agent arm)",
+            READ_HEADER,
+            read_rows(summary.agent),
+            2,
+        ),
+        _plain(
+            "agent:episodes",
+            "Agent episodes: steps, tokens, how they ended",
+            EPISODE_HEADER,
+            episode_rows(summary.agent),
+            2,
+            EPISODES_NOTE,
+        ),
+    ]
 
 
 # --------------------------------------------------------------------------- memory realism

@@ -42,6 +42,10 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
             what = "answers a tool" if variant.kind.name == "memory-tool" else "gives the context"
             key = f", key {_key_line(spec.key_env)}" if spec.key_env else ""
             shown.write(f"layer      {arm}: {spec.label} {what} (not reached in a dry run{key})\n")
+        from cvb_engine.agent.run import describe_agent_arm
+
+        if description := describe_agent_arm(arm):
+            shown.write(f"agent      {arm}: {description}\n")
     try:
         backend = run.sandbox_backend()
         shown.write(f"sandbox    {backend or 'none needed: no scenario executes model code'}\n")

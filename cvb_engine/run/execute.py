@@ -30,6 +30,7 @@ from cvb_engine.arms import (
     ArmContext,
     ArmError,
     arm_order,
+    build_messages,
     expand_sweep,
     parse_arm,
     parse_arms,
@@ -45,7 +46,7 @@ from cvb_engine.endpoints import (
     resolve,
 )
 from cvb_engine.kinds import RecordStatus, RunStatus
-from cvb_engine.prompts import Message, build_messages, messages_sha256
+from cvb_engine.prompts import Message, messages_sha256
 from cvb_engine.recorder import Finished, Recorder, RecorderError, Setup
 from cvb_engine.run.binding import Bound, bind, join_options, stored_cells
 from cvb_engine.run.client import call_with_retries, make_client, probe_catalog, server_text
@@ -283,6 +284,10 @@ class BenchmarkRun:
     async def execute(self) -> RunOutcome:
         # Before the first request: a run whose answers cannot be judged sends nothing.
         self.sandbox_name = self.sandbox_backend()
+        from cvb_engine.agent.run import agent_arms_problem  # agent@command needs bwrap
+
+        if problem := agent_arms_problem(self.arms):
+            raise RunError(problem)
         key = read_key_or_fail(self.endpoint)
         # Started first: the recorder imports its modules while the catalog is probed.
         recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
@@ -405,6 +410,9 @@ class BenchmarkRun:
 
         # The live arms' layers ingest the project's memory before any cell is sent.
         layers = await self._open_layers({arm for _, _, arm, _ in todo})
+        from cvb_engine.agent.run import AgentRun, is_agent_arm  # an episode per agent cell
+
+        agents = AgentRun(self.arm_context, self.sandbox_name)
 
         async def answer(client: openai.AsyncOpenAI, cell: Cell) -> Finished:
             model, sid, arm, rep = cell
@@ -432,9 +440,12 @@ class BenchmarkRun:
                 )
 
             # ---- arm dispatch: an arm whose messages are not fixed in advance answers
-            # through its own loop (memory layers: cvb_engine.memory_run); every other
-            # arm sends its prepared messages once. A new live arm kind goes here.
-            if arm in layers:
+            # through its own loop (memory layers: cvb_engine.memory_run; agent episodes:
+            # cvb_engine.agent.run); every other arm sends its prepared messages once. A new
+            # live arm kind goes here.
+            if is_agent_arm(arm):
+                result = await agents.answer(self.library[sid].scenario, arm, model, send)
+            elif arm in layers:
                 from cvb_engine.memory_run import answer_memory, answer_tool
 
                 layer = layers[arm]

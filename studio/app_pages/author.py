@@ -1,7 +1,7 @@
 """Author: browse the scenario library, edit a scenario with live lint, try its checks, save it.
 
 The page routes to its tabs in :mod:`studio.views.author`; what they show comes from
-:mod:`studio.authoring` (library, lint, samples, saving) and the engine. Session keys
+:mod:`cvb_engine.authoring` (library, lint, samples, saving) and the engine. Session keys
 start with ``author_``; the editor and playground texts persist across page switches.
 """
 

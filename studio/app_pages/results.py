@@ -1,5 +1,5 @@
 """Results: pick runs; read arm accuracy, the gap with its CI, answer outcomes, breakdowns,
-one cell side by side.
+one cell side by side, and for agent variants read versus obeyed.
 
 The page routes to its tabs in :mod:`studio.views.results`. Figures come from
 :mod:`cvb_engine.queries` (aggregated in SQL, the engine's own metric functions) through
@@ -15,6 +15,7 @@ from __future__ import annotations
 import streamlit as st
 
 from studio.views.results import (
+    agent,
     breakdowns,
     compare,
     context,
@@ -26,12 +27,13 @@ from studio.views.results import (
 )
 from studio.views.results.style import CSS
 
-OVERVIEW, BREAKDOWNS, SIDE, COMPARE, MEMORY, IVR, EXPORTS = (
+OVERVIEW, BREAKDOWNS, SIDE, COMPARE, MEMORY, AGENT, IVR, EXPORTS = (
     "Overview",
     "Breakdowns",
     "Side by side",
     "Compare runs",
     "Memory",
+    "Agent",
     "IVR",
     "Exports",
 )
@@ -41,6 +43,7 @@ TABS = {
     SIDE: side_by_side.render,
     COMPARE: compare.render,
     MEMORY: memory.render,
+    AGENT: agent.render,
     IVR: ivr.render,
     EXPORTS: exports.render,
 }
@@ -53,6 +56,7 @@ ctx = context.select_runs()
 views = (
     [OVERVIEW, BREAKDOWNS, SIDE, COMPARE]
     + ([MEMORY] if ctx.summary.memory or ctx.summary.tool_use else [])
+    + ([AGENT] if ctx.summary.agent else [])
     + ([IVR] if ctx.version.has_ivr else [])
     + [EXPORTS]
 )

@@ -2,7 +2,7 @@
 
 Set up a layer (the built-in bm25, a command, or a URL with the *name* of its
 key variable), the arms that use it, loads, ``k`` and ``rounds``; **Add to the
-run** puts the variants it gives (:func:`studio.layer_config.layer_arms`) among
+run** puts the variants it gives (:func:`cvb_engine.authoring.layers.layer_arms`) among
 the run's arms, and **Probe layer** asks the layer once. :func:`render` draws
 it; :func:`arms` is what the run gets. Session keys start with ``run_layer_``.
 
@@ -16,7 +16,7 @@ from typing import Literal
 import streamlit as st
 
 from cvb_engine import LAYER_KINDS, ArmError, arm_order, key_is_set, key_variable_problem_or_error
-from studio import layer_config
+from cvb_engine import layer_forms as layer_config
 from studio.components.text import plain
 
 TRANSPORTS: dict[str, layer_config.Transport] = {

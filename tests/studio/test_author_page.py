@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from cvb_engine import CVB_CATEGORIES, lint_paths, registry
-from studio import authoring
+from cvb_engine import CVB_CATEGORIES, authoring, lint_paths, registry
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "studio" / "streamlit_app.py"
@@ -158,7 +157,7 @@ def test_new_scenario_from_template_to_lint_clean_file(library: Path) -> None:
 
 @pytest.mark.parametrize("template", ["Regex checks", "Python AST checks"])
 def test_templates_are_lint_clean(template: str, tmp_path: Path) -> None:
-    from studio.scenario_templates import TEMPLATES
+    from cvb_engine import TEMPLATES
 
     for category in CVB_CATEGORIES:
         text = TEMPLATES[template].render("fresh-scenario", category)

@@ -28,7 +28,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from cvb_engine import cli
-from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.arms import build_messages
+from cvb_engine.prompts import messages_sha256
 from cvb_engine.runner import BenchmarkRun, RunOptions
 from cvb_engine.safe_text import csv_cell
 from cvb_engine.scenario import ARMS, CANARY, CVB_CATEGORIES, load_library

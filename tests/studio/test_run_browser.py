@@ -26,7 +26,7 @@ import pytest
 from browser_support import CHROMIUM, CHROMIUM_ARGS, STARTUP_S, free_port, require_browser, stop
 
 from cvb_engine import score_code
-from cvb_engine.prompts import build_messages
+from cvb_engine.arms import build_messages
 from cvb_engine.scenario import load_library
 
 if TYPE_CHECKING:

@@ -29,8 +29,9 @@ from sqlmodel import Session, col, select
 from streamlit.testing.v1 import AppTest
 
 from cvb_engine import monitor, score_code
+from cvb_engine.arms import build_messages
 from cvb_engine.endpoints import Endpoint, save_preset
-from cvb_engine.prompts import build_messages, messages_sha256
+from cvb_engine.prompts import messages_sha256
 from cvb_engine.runner import BenchmarkRun, RunOptions
 from cvb_engine.scenario import ARMS, load_library
 from cvb_engine.store import (

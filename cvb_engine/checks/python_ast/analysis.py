@@ -10,6 +10,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from functools import cached_property, partial
+from typing import Any
 
 from cvb_engine.checks.base import (
     CheckResult,
@@ -110,6 +111,9 @@ class Analysis:
         self._by_line: dict[int, list[Deferred]] | None = None
         # Spans by node id; holding the tree keeps the ids unique.
         self._tree = tree
+        # What other modules derive from this analysis (uses.py: parent links, where a
+        # value goes), made once per subject, by a key of theirs.
+        self.derived: dict[object, Any] = {}
         self._spans: dict[int, Span] = {}
         # The partial(...) calls (by id) whose name is called: those calls stand for them.
         self.called_partials: set[int] = set()
@@ -318,6 +322,11 @@ class Analysis:
     def unread_accumulators(self) -> list[ast.AST]:
         """The first update of each unread accumulator (see :func:`find_unread_accumulators`)."""
         return find_unread_accumulators(self._tree)
+
+    @property
+    def tree(self) -> ast.Module:
+        """The parsed code this analysis is of (only read)."""
+        return self._tree
 
     @cached_property
     def unguarded_state(self) -> list[ast.AST]:

@@ -35,7 +35,7 @@ class _Uses:
             if c.name is not None and any(match_call_name(p, c.name) for p in sinks)
         }
         self.parent: dict[int, ast.AST] = {}
-        for node in ast.walk(analysis._tree):
+        for node in ast.walk(analysis.tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[id(child)] = node
 
@@ -121,7 +121,7 @@ class _Reach:
         self.decided = decided
         self.own = {
             n.name
-            for n in ast.walk(analysis._tree)
+            for n in ast.walk(analysis.tree)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         }
 
@@ -178,11 +178,10 @@ class _Reach:
 
 
 def _uses(analysis: Analysis, sinks: list[str]) -> _Uses:
-    cache = analysis.__dict__.setdefault("_uses", {})
-    key = tuple(sinks)
-    uses = cache.get(key)
+    key = ("uses", tuple(sinks))
+    uses = analysis.derived.get(key)
     if uses is None:
-        uses = cache[key] = _Uses(analysis, sinks)
+        uses = analysis.derived[key] = _Uses(analysis, sinks)
     return uses
 
 
@@ -192,11 +191,10 @@ def reaches(
     """Whether the value of ``call`` reaches a call matching ``targets`` (see
     ``Where.argument_of``); a wrapper on the way that passes one of the keywords
     ``decided`` itself (``io.TextIOWrapper(raw, newline="")``) stops it."""
-    cache = analysis.__dict__.setdefault("_reach", {})
-    key = (tuple(targets), decided)
-    found = cache.get(key)
+    key = ("reach", tuple(targets), decided)
+    found = analysis.derived.get(key)
     if found is None:
-        found = cache[key] = _Reach(analysis, targets, decided)
+        found = analysis.derived[key] = _Reach(analysis, targets, decided)
     return found.reaches(call.node, _MAX_NAMES, set())
 
 
@@ -311,7 +309,7 @@ def _declared(function: ast.AST, name: str) -> bool:
 
 def kept(call: CallSite, analysis: Analysis) -> bool:
     """Whether the value of ``call`` outlives its function (see ``Where.result_kept``)."""
-    found = analysis.__dict__.get("_keep")
+    found = analysis.derived.get("keep")
     if found is None:
-        found = analysis.__dict__["_keep"] = _Keep(analysis)
+        found = analysis.derived["keep"] = _Keep(analysis)
     return found.kept(call.node, _MAX_NAMES, set())

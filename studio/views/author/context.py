@@ -12,11 +12,10 @@ from typing import Any
 
 import streamlit as st
 
-from cvb_engine import LoadedScenario
-from studio import authoring as au
+from cvb_engine import TEMPLATES, LoadedScenario
+from cvb_engine import authoring as au
 from studio import cache, state
 from studio.components.text import plain
-from studio.scenario_templates import TEMPLATES
 
 LIBRARY, EDITOR, PLAYGROUND, PROMPTS, KINDS = (
     "Library",

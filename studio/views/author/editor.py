@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from cvb_engine import MAX_SCENARIO_BYTES
-from studio import authoring as au
+from cvb_engine import authoring as au
 from studio.components.findings_view import findings_html
 from studio.views.author.context import AuthorContext, save
 

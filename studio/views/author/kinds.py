@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio import authoring as au
+from cvb_engine import authoring as au
 from studio.views.author.context import AuthorContext, md
 
 

@@ -7,8 +7,7 @@ from collections import Counter
 
 import streamlit as st
 
-from cvb_engine import CATEGORIES, CVB_CATEGORIES
-from studio.scenario_templates import TEMPLATES
+from cvb_engine import CATEGORIES, CVB_CATEGORIES, TEMPLATES
 from studio.views.author.context import AuthorContext, create_from_template, open_entry, pick_row
 
 ss = st.session_state

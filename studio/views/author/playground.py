@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from cvb_engine import Scored
-from studio import authoring as au
+from cvb_engine import authoring as au
 from studio import cache
 from studio.components.code_view import code_html
 from studio.components.verdict_marks import marks_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from cvb_engine import PROMPT_VERSION
-from studio import authoring as au
+from cvb_engine import authoring as au
 from studio.views.author.context import AuthorContext
 
 ARM_NOTES = {

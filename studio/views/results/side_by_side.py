@@ -10,7 +10,7 @@ import streamlit as st
 
 from cvb_engine import CellRecord, Summary, arm_title, scenario_id_problem, split_span
 from studio import cache, state
-from studio.components import memory_view
+from studio.components import agent_view, memory_view
 from studio.components.code_view import Mark, code_html
 from studio.components.text import block, plain
 from studio.views.results.context import ResultsContext
@@ -111,6 +111,7 @@ def show_record(summary: Summary, record: CellRecord | None, arm: str) -> None:
         st.info("No record for this arm in the run.")
         return
     memory_view.show(record)  # a memory arm's layer, its context or tool calls: above the code
+    agent_view.show(record)  # an agent episode's transcript: above the final file it wrote
     if record.status != "ok":
         st.html(badges_html(record))
         if record.memory_failure:
@@ -142,7 +143,14 @@ def show_record(summary: Summary, record: CellRecord | None, arm: str) -> None:
         left_out.append("some stored evidence did not read and is left out")
     if left_out:
         st.caption(" · ".join(left_out) + " (the results file holds every one).")
-    st.html(code_html(record.code or "# (no code in the response)", marks_of(record, "code")))
+    empty = (
+        "# (the agent never wrote the named file)"
+        if record.agent is not None
+        else "# (no code in the response)"
+    )
+    if record.agent is not None and record.code:
+        st.caption("The final content of the file(s) the task named, as scored:")
+    st.html(code_html(record.code or empty, marks_of(record, "code")))
     response_marks = marks_of(record, "response")
     with st.expander("Full response" + (" (with marks)" if response_marks else "")):
         if response_marks:

@@ -1,5 +1,5 @@
-"""2 · What to run: models, scenarios, arms, a memory sweep, layers and sampling; the dry
-run of what a launch would send, and the launch itself."""
+"""2 · What to run: models, scenarios, arms, a memory sweep, layers, agent variants and
+sampling; the dry run of what a launch would send, and the launch itself."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from cvb_engine import (
     shell_command,
     sweep_arms,
 )
-from studio import state
-from studio.components import layer_builder
+from studio import agent_config, state
+from studio.components import agent_builder, layer_builder
 from studio.components.text import block, plain
 from studio.views.run.context import RunContext, show_flash
 
@@ -60,7 +60,8 @@ def current_spec(ctx: RunContext, run_id: str) -> RunOptions:
                 turns=ss.run_sweep_turns,
             )
         )
-        + tuple(layer_builder.arms()),
+        + tuple(layer_builder.arms())
+        + tuple(agent_builder.arms()),
         runs=int(ss.run_runs),
         temperature=float(ss.run_temperature),
         max_tokens=int(ss.run_max_tokens),
@@ -167,6 +168,7 @@ def render(
         )
         w6.multiselect("Turns (history)", SWEEP_TURNS, key="run_sweep_turns", placeholder="2")
     layer_builder.render()
+    agent_builder.render()
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Repetitions", min_value=1, max_value=50, step=1, key="run_runs")
     c2.number_input(
@@ -233,6 +235,22 @@ def render(
         if chosen_any and not ctx.library_error:
             st.markdown(f"#### {preview.calls} calls")
             st.markdown(preview.formula)
+            cost = agent_config.episode_cost(preview.arms)
+            if cost.episodes:
+                cells = len(preview.scenarios) * preview.runs * len(preview.models)
+                own = (
+                    f"; {cost.commands * cells} run by your agent program, whose requests "
+                    "are its own"
+                    if cost.commands
+                    else ""
+                )
+                st.caption(
+                    f"Of these, {cost.episodes * cells} are agent episodes (one cell each): the "
+                    f"tool loop sends at most {cost.max_requests * cells} requests for them "
+                    f"(steps + 1 per episode){own}.",
+                    help="An episode ends when the model answers without a tool call, or "
+                    "after its steps.",
+                )
             st.caption(
                 "Scenarios: "
                 + ", ".join(f"{cat} {n}" for cat, n in preview.by_category.items())

@@ -34,25 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cvb_engine import (
-    ARMS,
-    CATEGORIES,
-    MAX_SCENARIO_BYTES,
-    SCENARIO_ID_PATTERN,
-    Finding,
-    LoadedScenario,
-    Scenario,
-    ScenarioError,
-    Scored,
-    build_messages,
-    has_errors,
-    lint_paths,
-    lint_text,
-    load_text,
-    registry,
-    scenario_files,
-    score_code,
-)
+from cvb_engine.arms import build_messages
+from cvb_engine.checks import registry
+from cvb_engine.lint import Finding, has_errors, lint_paths, lint_text
+from cvb_engine.scenario import ARMS, CATEGORIES, LoadedScenario, Scenario, ScenarioError, load_text
+from cvb_engine.scenario import ID_PATTERN as SCENARIO_ID_PATTERN
+from cvb_engine.scenario import MAX_FILE_BYTES as MAX_SCENARIO_BYTES
+from cvb_engine.scenario import discover as scenario_files
+from cvb_engine.scoring import Scored, score_code
 
 MAX_ID_LENGTH = 80
 # Sample verdicts re-run every check on every sample; a pattern that times out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cvb_engine import CANARY
+from cvb_engine.scenario import CANARY
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
-from cvb_engine import LAYER_KINDS, ArmError, arm_order, canonical_arm, parse_arm
+from cvb_engine.arms import ArmError, arm_order, canonical_arm, parse_arm
+from cvb_engine.metrics import LAYER_KINDS
 
 if TYPE_CHECKING:
-    from cvb_engine import LayerParams
+    from cvb_engine.arms.layered import LayerParams
 
 Transport = Literal["builtin", "command", "url"]
 
