@@ -2325,7 +2325,7 @@ def test_construct_key_is_construct() -> None:
 
 
 def test_kind_is_registered() -> None:
-    kind = base._REGISTRY["python-ast"]
+    kind = base._REGISTRY.lookup("python-ast")
     assert kind.params is Params
     assert kind.run is run_python_ast
     assert kind.description
