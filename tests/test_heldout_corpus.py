@@ -19,8 +19,8 @@ from cvb_engine.scoring import score_code
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"
 
-# Recorded 2026-12-05: 97 of 99 replies agree; 52 of 52 violations flagged, 3 false alarms.
-REPLIES_AGREEING = 97
+# Recorded 2026-12-05: 102 of 104 replies agree; 52 of 52 violations flagged, 3 false alarms.
+REPLIES_AGREEING = 102
 CHECK_FALSE_ALARMS_AT_MOST = 3
 CHECK_MISSES_AT_MOST = 0
 
@@ -32,7 +32,7 @@ def library() -> dict:
 
 def test_heldout_replies_agree_with_their_labels(library: dict) -> None:
     judged = judge_replies(load_replies(HELDOUT / "replies"), library)
-    assert len(judged) >= 99
+    assert len(judged) >= 104
     misses = [f"{j.reply.id}: {'; '.join(j.problems)}" for j in judged if not j.agrees]
     assert sum(j.agrees for j in judged) >= REPLIES_AGREEING, "\n".join(misses)
     credited = [
