@@ -19,8 +19,8 @@ from cvb_engine.scoring import score_code
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"
 
-# Recorded 2026-12-05: 102 of 104 replies agree; 61 of 61 violations flagged, 3 false alarms.
-REPLIES_AGREEING = 102
+# Recorded 2026-12-05: 103 of 104 replies agree; 61 of 61 violations flagged, 3 false alarms.
+REPLIES_AGREEING = 103
 CHECK_FALSE_ALARMS_AT_MOST = 3
 CHECK_MISSES_AT_MOST = 0
 
@@ -45,7 +45,7 @@ def test_heldout_replies_agree_with_their_labels(library: dict) -> None:
 
 def test_heldout_code_keeps_its_precision_and_recall(library: dict) -> None:
     total = overall(measure(load_corpus(HELDOUT / "checks"), library))
-    assert total.n >= 115
+    assert total.n >= 116
     assert total.fp <= CHECK_FALSE_ALARMS_AT_MOST, total.false_alarms
     assert total.fn <= CHECK_MISSES_AT_MOST, total.missed
 

@@ -1733,6 +1733,25 @@ CONSTRUCTS = [
             ("never-bound-here", "def f(r):\n    BAD.append(r)", []),
             ("module-level", "n = 0\nn += 1", []),
             ("value-used", "def f(r):\n    s = set()\n    x = s.add(r)\n    return x", []),
+            (
+                "collected-beside-a-log-record",
+                "def f(rows):\n    bad = []\n    for n, r in rows:\n        if not r:\n"
+                "            log.warning('line %d empty', n)\n            bad.append(n)",
+                [],
+            ),
+            (
+                "one-update-unlogged",
+                "def f(rows):\n    bad = 0\n    for r in rows:\n        if r is None:\n"
+                "            log.info('none')\n            bad += 1\n        elif not r:\n"
+                "            bad += 1",
+                [6],
+            ),
+            (
+                "log-in-another-block",
+                "def f(rows):\n    bad = []\n    for r in rows:\n        if not r:\n"
+                "            bad.append(r)\n    log.info('done')",
+                [5],
+            ),
         ],
     ),
     *group(
