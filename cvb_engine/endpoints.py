@@ -68,6 +68,8 @@ class EndpointError(Exception):
 KEY_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_TOKEN", "_KEY")
 #: The entry of the endpoints file that lists other key variables (not a preset).
 DECLARED_KEYS_ENTRY = "key_variables"
+#: The entry of the endpoints file that holds the per-model price table (cvb_engine.cost).
+PRICES_ENTRY = "prices"
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -140,8 +142,8 @@ def load_presets(path: Path | None = None) -> dict[str, Endpoint]:
     data = _read_file(p)
     declared_key_variables(p)  # a malformed list is reported here, once
     for name, entry in data.items():
-        if name == DECLARED_KEYS_ENTRY:
-            continue
+        if name in (DECLARED_KEYS_ENTRY, PRICES_ENTRY):
+            continue  # not presets: the declared key variables, the price table (cost.py)
         if not isinstance(entry, dict) or not isinstance(entry.get("base_url"), str):
             raise EndpointError(f"{p}: {name}.base_url: expected a URL string")
         models = entry.get("models") or []
@@ -159,14 +161,14 @@ def save_preset(endpoint: Endpoint, path: Path | None = None) -> None:
     Raises:
         EndpointError: the key variable is not declared, or the name is reserved.
     """
-    if endpoint.name == DECLARED_KEYS_ENTRY:
-        raise EndpointError(f"{DECLARED_KEYS_ENTRY!r} is reserved; choose another endpoint name")
+    if endpoint.name in (DECLARED_KEYS_ENTRY, PRICES_ENTRY):
+        raise EndpointError(f"{endpoint.name!r} is reserved; choose another endpoint name")
     check_key_variable(endpoint.api_key_env, path)
     _write_user_presets({**_user_presets(path), endpoint.name: endpoint.as_dict()}, path)
 
 
 def delete_preset(name: str, path: Path | None = None) -> None:
-    if name == DECLARED_KEYS_ENTRY:
+    if name in (DECLARED_KEYS_ENTRY, PRICES_ENTRY):
         return  # the declared list is edited by hand, never from a page
     presets = _user_presets(path)
     presets.pop(name, None)

@@ -67,6 +67,8 @@ inline reasoning it removed. The rules, in order:
    in the middle is left out even when it parses, and without it only an error
    in the last lines counts as a cut. A prefix that lost every definition the
    code began is not taken.
+   Scoring (:mod:`cvb_engine.scoring`) does not blame such code for what the
+   cut may have taken away (a required call that may have come later).
 8. **Sanitizing** (see :func:`sanitize`): ``code`` is the solution without the
    top-level statements the model did not mean as the solution (demos, prints,
    self-check asserts, the main guard), blanked so that line numbers hold;

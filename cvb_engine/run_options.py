@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cvb_engine.claims import LEASE_S
+from cvb_engine.library import scenarios_root
 from cvb_engine.replies import MAX_RESPONSE_CHARS
 from cvb_engine.scenario import ARMS
 
@@ -52,7 +53,8 @@ class RunOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    scenarios: str = "scenarios"
+    # default: $CVB_SCENARIOS, else the shipped library (package data)
+    scenarios: str = Field(default_factory=lambda: str(scenarios_root()))
     # empty: probe the endpoint's catalog (or take its preset's models)
     models: tuple[str, ...] = ()
     arms: tuple[str, ...] = ARMS
@@ -80,6 +82,10 @@ class RunOptions(BaseModel):
     memory_sweep: tuple[str, ...] = ()
     # --join: take part in the existing run --run-id, its matrix read from the store
     join: bool = False
+    # USD per million tokens for every model of the run (--price-in/--price-out, both or
+    # neither); None: the configured prices (cvb_engine.cost), else unknown
+    price_in: float | None = None
+    price_out: float | None = None
     # the runner's name on its records and claims (--worker); None: host:pid
     worker: str | None = None
     # seconds a claim on a cell lasts unless renewed (--lease, hidden: for tests)

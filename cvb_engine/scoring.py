@@ -42,7 +42,7 @@ SCORING_VERSION = 3
 #: blame) in a reply cut off at its token limit: what it asks for may have come later.
 CUT_NOTE = (
     " (the reply was cut off at its token limit; what this check asks for may have come "
-    "after the cut)"
+    "after the cut, so the code written so far is not blamed for it)"
 )
 NO_CODE_CHECK = CheckResult(
     passed=False,
@@ -280,11 +280,20 @@ class _Subjects:
         return subject
 
 
-def _noted(verdict: CheckVerdict) -> CheckVerdict:
+def _noted(verdict: CheckVerdict, check: PlannedCheck, cut_from: int) -> CheckVerdict:
+    """A check that failed on code cut off at the token limit only for want of something
+    the rest of the reply may have held: a required call, a test's behaviour (nothing in
+    the code to blame), or an accumulator of the cut statement not read yet. It passes,
+    saying why; a violation the written code shows still fails."""
     result = verdict.result
-    if result.passed or result.evidence or result.timed_out:
+    if result.passed or result.timed_out:
         return verdict
-    noted = CheckResult(passed=False, reason=result.reason + CUT_NOTE, scope=result.scope)
+    if result.evidence:
+        params = getattr(check.prepared, "params", None)
+        later_read = getattr(params, "construct_kind", None) == "unread-accumulator"
+        if not later_read or any(span.line < cut_from for span in result.evidence):
+            return verdict
+    noted = CheckResult(passed=True, reason=result.reason + CUT_NOTE, scope=result.scope)
     return CheckVerdict(verdict.check_id, verdict.kind, noted)
 
 
@@ -351,9 +360,19 @@ def score_code(
             strict=True,
         )
     )
-    if truncated or cut:
+    if cut:
+        parsed = whole.tree
+        # the last top-level statement is the one the cut ended
+        cut_from = parsed.body[-1].lineno if isinstance(parsed, ast.Module) and parsed.body else 1
         verdicts = tuple(
-            ConstraintVerdict(v.constraint_id, tuple(map(_noted, v.checks))) for v in verdicts
+            ConstraintVerdict(
+                v.constraint_id,
+                tuple(
+                    _noted(verdict, check, cut_from)
+                    for verdict, check in zip(v.checks, checks, strict=False)
+                ),
+            )
+            for v, (_, checks) in zip(verdicts, planned.constraints, strict=True)
         )
     stated: CheckResult | None = None
     if scenario.stated_tests and scenario.stated_tests.strip():

@@ -21,9 +21,12 @@ from cvb_engine import (
     Aggregates,
     CellChoices,
     CellRecord,
+    CostRow,
     DataVersion,
+    Flakiness,
     IVRSummary,
     LoadedScenario,
+    PairedComparison,
     Reference,
     RunInfo,
     ScenarioError,
@@ -42,10 +45,17 @@ from cvb_engine import aggregates as _aggregates
 from cvb_engine import authoring as au
 from cvb_engine import cell_choices as _cell_choices
 from cvb_engine import cell_records as _cell_records
+from cvb_engine import compare_groups as _compare_groups
 from cvb_engine import data_version as _data_version
+from cvb_engine import export_results as _export_results
+from cvb_engine import flakiness as _flakiness
 from cvb_engine import ivr_results as _ivr_results
 from cvb_engine import list_runs as _list_runs
 from cvb_engine import load_reference as _load_reference
+from cvb_engine import pair_models as _pair_models
+from cvb_engine import pair_runs as _pair_runs
+from cvb_engine import run_costs as _run_costs
+from cvb_engine import verdicts as _verdicts
 
 # Figures for a handful of run selections, a few dozen cells.
 AGG_CACHE: dict[str, Any] = {"max_entries": 16, "ttl": 3600, "show_spinner": False}
@@ -157,6 +167,36 @@ def cell(
 ) -> dict[str, CellRecord]:
     with _session() as session:
         return _cell_records(session, run_id, model, sid, rep)
+
+
+@st.cache_data(**AGG_CACHE)
+def run_costs(
+    url: str, run_ids: tuple[str, ...], version: DataVersion
+) -> list[tuple[str, list[CostRow]]]:
+    """Each run's cost per model × arm, at the prices it stored or the configured ones."""
+    with _session() as session:
+        return [(rid, _run_costs(_export_results(session, rid))) for rid in run_ids]
+
+
+@st.cache_data(**AGG_CACHE)
+def paired_runs(
+    url: str, run_a: str, run_b: str, versions: tuple[DataVersion, DataVersion]
+) -> tuple[list[PairedComparison], list[Flakiness], list[Flakiness]]:
+    """B against A on their shared cells, and each run's flakiness."""
+    with _session() as session:
+        a = _verdicts(_export_results(session, run_a)["records"])
+        b = _verdicts(_export_results(session, run_b)["records"])
+    return _compare_groups(_pair_runs(a, b)), _flakiness(a), _flakiness(b)
+
+
+@st.cache_data(**AGG_CACHE)
+def paired_models(
+    url: str, run_id: str, model_a: str, model_b: str, version: DataVersion
+) -> list[PairedComparison]:
+    """Model B against model A on the cells of ``run_id`` both answered."""
+    with _session() as session:
+        found = _verdicts(_export_results(session, run_id)["records"])
+    return _compare_groups(_pair_models(found, model_a, model_b))
 
 
 @st.cache_data(max_entries=1, show_spinner=False)

@@ -7,13 +7,13 @@ environment variables: ``CVB_SCENARIOS`` and ``CVB_DATABASE_URL``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 from sqlalchemy.engine import Engine, make_url
 
-from cvb_engine import database_url
+from cvb_engine import author_root as library_author_root
+from cvb_engine import database_url, library_root
 from studio import cache
 
 # (file in app_pages/, title, icon, url path)
@@ -25,7 +25,15 @@ PAGES: list[tuple[str, str, str, str]] = [
 
 
 def scenarios_root() -> Path:
-    return Path(os.environ.get("CVB_SCENARIOS", "scenarios")).resolve()
+    """The library the Run and Results pages read: ``$CVB_SCENARIOS``, else the shipped one."""
+    return library_root().resolve()
+
+
+def author_root() -> Path:
+    """Where the Author page lists and saves scenarios: ``$CVB_SCENARIOS``, a checkout's
+    own ``scenarios/``, else the user folder (created on the first save), never the
+    installed package (README, "Scenario folders")."""
+    return library_author_root().resolve()
 
 
 def db_url() -> str:

@@ -124,3 +124,43 @@ def test_light_commands_start_without_heavy_imports(
     line = next(x for x in out.stdout.splitlines() if x.startswith("LOADED"))
     loaded = set(ast.literal_eval(line.removeprefix("LOADED ")))
     assert loaded <= set(allowed), (loaded, out.stderr[-2000:])
+
+
+def test_help_lists_commands_in_the_order_a_user_meets_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = capsys.readouterr().out
+    order = ["doctor", "demo", "run", "report", "studio", "lint", "score", "audit", "db"]
+    order.append("serve-local")
+    listed = [line.split()[0] for line in text.splitlines() if line.startswith("    ")]
+    assert [name for name in listed if name in order] == order
+
+
+def test_version_names_package_prompt_and_scoring(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    from cvb_engine.prompts import PROMPT_VERSION
+    from cvb_engine.scoring import SCORING_VERSION
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"cvb-studio {version('cvb-studio')}",
+        f"prompt version {PROMPT_VERSION}",
+        f"scoring version {SCORING_VERSION}",
+    ]
+
+
+def test_doctor_output_ends_with_a_newline(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "cvb_engine.cli", "doctor", "--db", f"sqlite:///{tmp_path}/d.db"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert done.stdout and done.stdout.endswith("\n"), repr(done.stdout[-80:])
+    assert not done.stderr or done.stderr.endswith("\n")

@@ -19,9 +19,11 @@ from cvb_engine.scoring import score_code
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"
 
-# Recorded 2026-12-05: 103 of 104 replies agree; 61 of 61 violations flagged, 3 false alarms.
-REPLIES_AGREEING = 103
-CHECK_FALSE_ALARMS_AT_MOST = 3
+# Recorded 2026-12-05: 97 of 99 replies agree; 42 violations flagged, 3 false alarms, 1 missed.
+# Raised by verdicts (same day): 99 of 99 agree; 43 flagged, 2 false alarms, 0 missed.
+# Grown by qa29 and merged (same day): 104 of 104 replies; 61 of 61 flagged, 2 false alarms.
+REPLIES_AGREEING = 104
+CHECK_FALSE_ALARMS_AT_MOST = 2
 CHECK_MISSES_AT_MOST = 0
 
 

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from cvb_engine.arms import ArmError, expand_sweep, parse_arm
+from cvb_engine.arms import ArmError, build_messages, expand_sweep, parse_arm
 from cvb_engine.arms.incentivized import MEMORY_HEADER, memory_of
 from cvb_engine.arms.layered import layer_entries
 from cvb_engine.lifecycle import sweep_arms
 from cvb_engine.lint import lint_paths, lint_text
 from cvb_engine.memory_notes import CURRENT_AS_OF, NoteKind, cut, delivered, memory_notes
-from cvb_engine.prompts import build_messages
 from cvb_engine.scenario import load_file, load_library, load_text
 
 ROOT = Path(__file__).resolve().parent.parent

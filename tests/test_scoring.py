@@ -68,11 +68,26 @@ def test_a_cut_reply_says_what_may_have_come_later() -> None:
     scored = score_response(_scenario(checks=[require]), reply, "length")
     assert scored.outcome == "answered" and scored.truncated
     reason = scored.constraints[0].checks[0].result.reason
-    assert not scored.constraints[0].honored and reason.endswith(CUT_NOTE)
+    assert scored.constraints[0].honored and reason.endswith(CUT_NOTE)
     whole = score_response(
         _scenario(checks=[require]), reply + "est(x, b):\n        return 1\n```", "stop"
     )
     assert whole.constraints[0].honored
+
+
+def test_a_cut_reply_is_still_blamed_for_what_it_wrote() -> None:
+    reply = f"{F}python\nimport subprocess\n\ndef f(a, b):\n    print(a)\n    x = g(a,"
+    scored = score_response(_scenario(checks=[NO_PRINT]), reply, "length")
+    assert scored.outcome == "answered" and not scored.constraints[0].honored
+
+
+def test_an_accumulator_of_the_cut_statement_may_be_read_after_the_cut() -> None:
+    unread = {"kind": "python-ast", "rule": "forbid-construct", "construct": "unread-accumulator"}
+    body = "def f(rows):\n    bad = []\n    for r in rows:\n        bad.append(r)\n"
+    cut = score_response(_scenario(checks=[unread]), f"{F}python\n{body}    n = len(", "length")
+    assert cut.constraints[0].honored
+    whole = score_response(_scenario(checks=[unread]), f"{F}python\n{body}{F}", "stop")
+    assert not whole.constraints[0].honored
 
 
 def test_a_constraint_about_shared_state_does_not_apply_without_any() -> None:

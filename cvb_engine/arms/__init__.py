@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from cvb_engine import prompts
 from cvb_engine.kinds import SeedArm
+from cvb_engine.library import shipped_pool
 from cvb_engine.plugin_registry import Registry, import_plugins, origin_of
 from cvb_engine.scenario import Scenario
 
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 #: The shipped project-memory pool that memory variants draw distractors from.
-DEFAULT_POOL = Path(__file__).resolve().parent.parent.parent / "scenarios" / "memory" / "pool.yaml"
+DEFAULT_POOL = shipped_pool()
 
 Message = dict[str, str]
 

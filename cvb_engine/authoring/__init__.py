@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from cvb_engine.arms import build_messages
 from cvb_engine.checks import registry
+from cvb_engine.library import is_installed_library, user_home
 from cvb_engine.lint import Finding, has_errors, lint_paths, lint_text
 from cvb_engine.scenario import ARMS, CATEGORIES, LoadedScenario, Scenario, ScenarioError, load_text
 from cvb_engine.scenario import ID_PATTERN as SCENARIO_ID_PATTERN
@@ -61,10 +62,14 @@ class PathRefused(ValueError):
 
 
 def drafts_root(scenarios: Path) -> Path:
-    """Where drafts go: ``$CVB_DRAFTS``, else ``data/drafts`` beside the scenario folder."""
+    """Where drafts go: ``$CVB_DRAFTS``, else ``data/drafts`` beside a checkout's or a
+    team's scenario folder, else ``drafts/`` in the user folder: never inside the
+    installed package."""
     configured = os.environ.get(DRAFTS_ENV)
     if configured:
         return Path(configured).resolve()
+    if is_installed_library(scenarios):
+        return (user_home() / "drafts").resolve()
     return (scenarios.resolve().parent / "data" / "drafts").resolve()
 
 

@@ -36,10 +36,28 @@ Setup = Callable[[argparse.ArgumentParser], None]
 #: Nothing is loaded to list them: :data:`PLUGINS` does that without any import.
 _COMMANDS: Registry[tuple[Setup, Handler]] = Registry("command")
 
-#: Every subcommand: the module that defines it, imported only when it is the command
+#: Every subcommand, in the order a user meets them (``cvb --help`` lists them so): the
+#: module that defines it, imported only when it is the command
 #: given, and the first line of its handler's docstring, which `cvb --help` lists
 #: without importing it (tests/test_cli_help.py checks that the two agree).
 PLUGINS: dict[str, tuple[str, str]] = {
+    "doctor": (
+        "cvb_engine.cli.doctor",
+        "Say what this machine offers (sandbox, store, local model, browser) and how to fix what is missing.",
+    ),
+    "demo": (
+        "cvb_engine.cli.local",
+        "The first-run demo: a small matrix against the bundled local model (or a preset).",
+    ),
+    "run": (
+        "cvb_engine.cli.run",
+        "Run the benchmark matrix against an OpenAI-compatible endpoint.",
+    ),
+    "report": (
+        "cvb_engine.cli.report",
+        "Report a stored run or a results file: Markdown, JSON, CSV, HTML.",
+    ),
+    "studio": ("cvb_engine.cli.studio", "Start the Streamlit studio (Author, Run, Results)."),
     "lint": (
         "cvb_engine.cli.lint",
         "Lint scenario files: file:line: CODE message; exit 1 on any error.",
@@ -48,32 +66,14 @@ PLUGINS: dict[str, tuple[str, str]] = {
         "cvb_engine.cli.score",
         "Re-score stored outputs with the current checks (no API call).",
     ),
-    "report": (
-        "cvb_engine.cli.report",
-        "Report a stored run or a results file: Markdown, JSON, CSV, HTML.",
-    ),
-    "studio": ("cvb_engine.cli.studio", "Start the Streamlit studio (Author, Run, Results)."),
-    "doctor": (
-        "cvb_engine.cli.doctor",
-        "Say what this machine offers (sandbox, store, local model, browser) and how to fix "
-        "what is missing.",
-    ),
-    "run": (
-        "cvb_engine.cli.run",
-        "Run the benchmark matrix against an OpenAI-compatible endpoint.",
-    ),
-    "demo": (
-        "cvb_engine.cli.local",
-        "The first-run demo: a small matrix against the bundled local model (or a preset).",
-    ),
-    "serve-local": (
-        "cvb_engine.cli.local",
-        "Serve the bundled SmolLM2-135M model on 127.0.0.1 (OpenAI-compatible).",
-    ),
-    "db": ("cvb_engine.cli.db", "Store version, migrations and copying runs between stores."),
     "audit": (
         "cvb_engine.cli.audit",
         "Audit the IVR pack: canonical solutions at IVR 0, reference solutions bite, no leaks.",
+    ),
+    "db": ("cvb_engine.cli.db", "Store version, migrations and copying runs between stores."),
+    "serve-local": (
+        "cvb_engine.cli.local",
+        "Serve the bundled SmolLM2-135M model on 127.0.0.1 (OpenAI-compatible).",
     ),
 }
 
@@ -86,6 +86,7 @@ class CliError(Exception):
 #: module never imported raised none, so :func:`main` imports none to look), and what
 #: comes before its message. Shown as ``cvb: message``, exit status 2.
 ERRORS: tuple[tuple[str, str, str], ...] = (
+    ("cvb_engine.cost", "PriceError", ""),
     ("cvb_engine.endpoints", "EndpointError", ""),
     ("cvb_engine.ivr", "HumanEvalMissing", ""),
     ("cvb_engine.local", "LocalModelError", ""),
@@ -115,6 +116,9 @@ def build_parser(command_name: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(
         prog="cvb", description="Constraint-Violation Benchmark: lint, run, score, report."
     )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the package, prompt and scoring versions"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     if command_name in PLUGINS:
         importlib.import_module(PLUGINS[command_name][0])  # registers its commands
@@ -127,6 +131,34 @@ def build_parser(command_name: str | None = None) -> argparse.ArgumentParser:
         else:
             p.set_defaults(handler=_unloaded(name))
     return parser
+
+
+def version_text() -> str:
+    """What ``cvb --version`` prints: the package, prompt and scoring versions (a stored
+    record names the last two, so a result can be matched to the code that made it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from cvb_engine.prompts import PROMPT_VERSION
+    from cvb_engine.scoring import SCORING_VERSION
+
+    try:
+        package = version("cvb-studio")
+    except PackageNotFoundError:  # a checkout on PYTHONPATH, never installed
+        package = "unknown (not installed)"
+    return (
+        f"cvb-studio {package}\nprompt version {PROMPT_VERSION}\nscoring version {SCORING_VERSION}"
+    )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the versions are read only when asked (``cvb --help`` stays light)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit(0)
 
 
 def _unloaded(name: str) -> Handler:

@@ -19,9 +19,9 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scenarios",
         nargs="+",
-        default=["scenarios/ivr"],
         metavar="PATH",
-        help="IVR problem files or folders (default: scenarios/ivr)",
+        help="IVR problem files or folders (default: ivr/ of $CVB_SCENARIOS, else the "
+        "shipped IVR pack)",
     )
     p.add_argument("--json", metavar="F", help="write the audit as JSON to F")
     p.add_argument("--workers", type=int, default=None, help="concurrent sandboxed executions")
@@ -44,7 +44,10 @@ def _line(p: ProblemAudit, width: int) -> str:
 def cmd_audit(args: argparse.Namespace) -> int:
     """Audit the IVR pack: canonical solutions at IVR 0, reference solutions bite, no leaks."""
     from cvb_engine.ivr import audit_paths
+    from cvb_engine.library import scenarios_root
 
+    if not args.scenarios:
+        args.scenarios = [str(scenarios_root() / "ivr")]
     missing = [p for p in args.scenarios if not Path(p).exists()]
     if missing:
         raise CliError(f"no such file or folder: {', '.join(missing)}")

@@ -12,7 +12,11 @@ from cvb_engine.safe_text import terminal_text
 
 
 def _lint_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", default=["scenarios"], help="files or directories")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        help="files or directories (default: $CVB_SCENARIOS, else the shipped library)",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--shipped",
@@ -34,7 +38,10 @@ def _lint_args(p: argparse.ArgumentParser) -> None:
 def cmd_lint(args: argparse.Namespace) -> int:
     """Lint scenario files: file:line: CODE message; exit 1 on any error."""
     from cvb_engine import lint as lint_mod
+    from cvb_engine.library import scenarios_root
 
+    if not args.paths:
+        args.paths = [str(scenarios_root())]
     if lint_mod.executes_samples(args.paths):
         sandbox.choose(args.sandbox)  # samples are model-shaped code: never run unsandboxed
     findings = lint_mod.lint_paths(args.paths, shipped=args.shipped)

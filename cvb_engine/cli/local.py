@@ -62,7 +62,9 @@ def demo_scenarios(root: str) -> list[str]:
 def _demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--endpoint", default="local", help="preset to run against (default: local)")
     p.add_argument("--models", help="model ids (default: the preset's, or probed)")
-    p.add_argument("--scenarios", default="scenarios")
+    p.add_argument(
+        "--scenarios", help="scenario directory (default: $CVB_SCENARIOS, else the shipped library)"
+    )
     p.add_argument("--only", help="comma-separated scenario ids instead of one per category")
     p.add_argument("--max-tokens", type=int, default=DEMO_MAX_TOKENS)
     p.add_argument("--port", type=int, default=LOCAL_PORT, help="port of the local server")
@@ -75,8 +77,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """The first-run demo: a small matrix against the bundled local model (or a preset)."""
     from cvb_engine.cli import main
     from cvb_engine.endpoints import BUILTIN, resolve
+    from cvb_engine.library import scenarios_root
     from cvb_engine.local import local_server
 
+    args.scenarios = str(scenarios_root(args.scenarios))
     only = args.only.split(",") if args.only else demo_scenarios(args.scenarios)
     run_id = args.run_id or f"demo-{args.endpoint}"
     argv = [

@@ -101,6 +101,16 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         default=D.seed,
         help="base seed (+rep); -1 sends none",
     )
+    p.add_argument(
+        "--price-in",
+        type=float,
+        metavar="USD",
+        help="USD per million prompt tokens, for every model (with --price-out; default: "
+        "the preset's or data/endpoints.json's prices, else unknown)",
+    )
+    p.add_argument(
+        "--price-out", type=float, metavar="USD", help="USD per million completion tokens"
+    )
     p.add_argument("--concurrency", type=int, default=D.concurrency, help="requests in flight")
     p.add_argument("--timeout", type=float, default=D.timeout_s, help="seconds per request")
     p.add_argument(

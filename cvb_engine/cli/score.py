@@ -15,7 +15,9 @@ def _score_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "run_id", nargs="?", type=run_id_arg, help="run to re-score (default: the latest)"
     )
-    p.add_argument("--scenarios", default="scenarios", help="scenario directory")
+    p.add_argument(
+        "--scenarios", help="scenario directory (default: $CVB_SCENARIOS, else the shipped library)"
+    )
     p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
     add_sandbox_argument(p)
 
@@ -23,9 +25,11 @@ def _score_args(p: argparse.ArgumentParser) -> None:
 @command("score", _score_args)
 def cmd_score(args: argparse.Namespace) -> int:
     """Re-score stored outputs with the current checks (no API call)."""
+    from cvb_engine.library import scenarios_root
     from cvb_engine.rescore import rescore_run
     from cvb_engine.scenario import load_library
 
+    args.scenarios = str(scenarios_root(args.scenarios))
     library = load_library(args.scenarios)
     run_id = args.run_id or latest_run_id(args.db)
     done = rescore_run(run_id, library, db=args.db, sandbox_choice=args.sandbox)

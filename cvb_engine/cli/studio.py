@@ -25,7 +25,11 @@ def _studio_args(p: argparse.ArgumentParser) -> None:
         "proxy; repeatable, added to $CVB_STUDIO_ALLOWED_HOSTS. Any other Host is refused "
         "(DNS rebinding)",
     )
-    p.add_argument("--scenarios", default="scenarios", help="scenario folder the Author page edits")
+    p.add_argument(
+        "--scenarios",
+        help="scenario folder the studio reads and the Author page edits (default: "
+        "$CVB_SCENARIOS, else the shipped library, with Author saves in the user folder)",
+    )
     p.add_argument("--db", help="database URL (default: $CVB_DATABASE_URL or data/cvb.db)")
 
 
@@ -44,7 +48,8 @@ def cmd_studio(args: argparse.Namespace) -> int:
         raise CliError("the studio package is not installed (pip install -e .)")
     app = Path(spec.origin).parent / "streamlit_app.py"
     env = dict(os.environ)
-    env["CVB_SCENARIOS"] = str(Path(args.scenarios).resolve())
+    if args.scenarios:
+        env["CVB_SCENARIOS"] = str(Path(args.scenarios).resolve())
     if args.db:
         env["CVB_DATABASE_URL"] = args.db
     allowed = [*hosts.allowed_from_env(env), *args.allow_host]

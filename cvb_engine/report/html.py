@@ -16,7 +16,7 @@ Usage::
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Literal
@@ -100,6 +100,7 @@ def html_report(
     reference: Reference | Literal["shipped"] | None = "shipped",
     generated: datetime | None = None,
     notes: ReportNotes | None = None,
+    sections: Sequence[t.Table] = (),
 ) -> str:
     """The whole report as one HTML document (UTF-8 text; no script, no external resource).
 
@@ -115,6 +116,8 @@ def html_report(
         generated: the time stamp printed in the footer (default: now, UTC).
         notes: the scoring rules that judged the records (a banner when older
             than this cvb's) and the checks' stated limitations.
+        sections: further tables, each a section after the memory arms (the run's cost,
+            its flakiness: :mod:`cvb_engine.cost`, :mod:`cvb_engine.compare`).
     """
     ref = load_reference() if reference == "shipped" else reference
     assert not isinstance(ref, str)
@@ -215,5 +218,6 @@ def html_report(
         ivr_protocol=_protocol(ref.ivr_protocol) if ref else "",
         overlap_note=overlap_note,
         limitations=notes.limitations if notes else (),
+        sections=list(sections),
         stamp=(generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
     )

@@ -22,6 +22,7 @@ from sqlmodel import Session, col
 from cvb_engine import sandbox
 from cvb_engine.arms import parse_arm
 from cvb_engine.claims import runners
+from cvb_engine.cost import configured_prices, prices_param
 from cvb_engine.endpoints import Endpoint
 from cvb_engine.kinds import RecordStatus, RunStatus
 from cvb_engine.prompts import PROMPT_VERSION
@@ -83,6 +84,10 @@ def bind(
             "max_attempts": o.max_attempts,
             "max_response_chars": o.max_response_chars,
             "scenarios_path": str(o.scenarios),
+            # what the run's tokens cost, as configured when it started (cvb_engine.cost)
+            "prices": prices_param(
+                configured_prices(matrix.models, endpoint.name, o.price_in, o.price_out)
+            ),
             # provenance, not the matrix: the version of each arm kind that built messages
             "arm_versions": {v.kind.name: v.kind.version for v in map(parse_arm, matrix.arms)},
         }

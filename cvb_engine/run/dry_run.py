@@ -7,11 +7,13 @@ from typing import TextIO
 
 from sqlmodel import Session, col, select
 
-from cvb_engine.arms import parse_arm
+from cvb_engine.arms import build_messages, parse_arm
+from cvb_engine.cost import TokenEstimate, configured_prices, estimate_tokens, format_cost
 from cvb_engine.endpoints import key_is_set
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.run.errors import RunError
 from cvb_engine.run.execute import BenchmarkRun
+from cvb_engine.run.plan import Matrix
 from cvb_engine.safe_text import terminal_text
 from cvb_engine.store import Record, Run, get_engine
 
@@ -59,6 +61,8 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
         f"matrix     {len(matrix.scenarios)} scenarios × {len(matrix.arms)} arms × {matrix.runs} runs × "
         f"{len(models)} models = {matrix.size} calls\n"
     )
+    for line in _estimate_lines(run, matrix, models):
+        shown.write(line + "\n")
     if run.o.run_id:
         engine = get_engine(run.o.db)
         with Session(engine) as session:
@@ -74,6 +78,53 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
                 )
     shown.write("dry run: nothing was sent\n")
     return 0
+
+
+def _estimate_lines(run: BenchmarkRun, matrix: Matrix, models: list[str]) -> list[str]:
+    """Token estimate per arm and cost bound per model (:mod:`cvb_engine.cost`)."""
+    chars: dict[str, list[int]] = {}
+    unbuilt: list[str] = []
+    for arm in matrix.arms:
+        if parse_arm(arm).live:  # its context comes from a memory layer: not reached here
+            unbuilt.append(arm)
+            continue
+        chars[arm] = [
+            sum(len(m["content"]) for m in build_messages(item.scenario, arm, run.arm_context))
+            for item in run.library.values()
+        ]
+    per_arm = estimate_tokens(
+        chars, runs=matrix.runs, models=len(models), max_tokens=matrix.max_tokens
+    )
+    lines = [
+        f"tokens     {e.arm}: ~{e.prompt_tokens:,} prompt (characters / 4), at most "
+        f"{e.completion_tokens_max:,} completion ({e.calls} calls)"
+        for e in per_arm
+    ]
+    lines += [f"tokens     {arm}: unknown (a memory layer builds its context)" for arm in unbuilt]
+    prices = configured_prices(models, run.endpoint.name, run.o.price_in, run.o.price_out)
+    for model in models:
+        price = prices[model]
+        if price is None:
+            lines.append(f"cost       {model}: unknown (no price; --price-in/--price-out)")
+            continue
+        share = [
+            TokenEstimate(
+                e.arm,
+                e.calls // len(models),
+                e.prompt_tokens // len(models),
+                e.completion_tokens_max // len(models),
+            )
+            for e in per_arm
+        ]
+        most = sum(e.cost_max(price) or 0.0 for e in share)
+        prompt_only = sum(price.of(e.prompt_tokens, 0) for e in share)
+        suffix = ", arms with a memory layer not included" if unbuilt else ""
+        lines.append(
+            f"cost       {model}: at most {format_cost(most)} (prompts ~{format_cost(prompt_only)}; "
+            f"{price.input_per_m:g} / {price.output_per_m:g} USD per million tokens, "
+            f"{price.source}{suffix})"
+        )
+    return lines
 
 
 def _key_line(api_key_env: str) -> str:

@@ -2344,7 +2344,8 @@ def test_construct_key_is_construct() -> None:
 
 
 def test_kind_is_registered() -> None:
-    kind = base._REGISTRY.lookup("python-ast")
+    kind = base.get_kind("python-ast")
+    assert kind is not None
     assert kind.params is Params
     assert kind.run is run_python_ast
     assert kind.description
@@ -3126,6 +3127,28 @@ DESTINATIONS = [
             ("event-wait", "import random\nstop.wait(random.uniform(1, 2))", False),
             ("sampling-decision", "import random\nif random.random() < 0.1:\n    log()", False),
             ("returned", "import random\ndef code():\n    return random.randint(0, 999999)", True),
+            (
+                "delay-returned-uncalled",
+                "import random\ndef delay(n):\n    return min(30.0, 2 ** n) + random.uniform(0, 1)",
+                False,
+            ),
+            (
+                "delay-returned-then-slept",
+                "import random, time\ndef delay(n):\n    return 2 ** n * random.random()\n"
+                "def run():\n    time.sleep(delay(3))",
+                False,
+            ),
+            (
+                "digits-returned",
+                "import random\ndef otp():\n    return int(random.random() * 10 ** 6)",
+                True,
+            ),
+            (
+                "returned-then-formatted",
+                "import random\ndef r():\n    return random.random() * 9\n"
+                "def token():\n    return f'{r():.6f}'",
+                True,
+            ),
             (
                 "joined-into-a-token",
                 "import random\ndef t(a):\n    return ''.join(random.choice(a) for _ in range(9))",

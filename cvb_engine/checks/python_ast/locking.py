@@ -1,17 +1,15 @@
 """State a lock guards, read or changed without it (``forbid-construct unguarded-state``).
 
 A class that makes a lock in one of its attributes (``self._lock = threading.Lock()``)
-guards with it the attributes it changes while holding it; a module that binds a
-lock at its top level guards the module-level names its functions change while
-holding it. Held means inside ``with <lock>:`` (``async with`` too), or after a
+guards with it the attributes it changes while holding it, and those it reads while
+holding it that are changed somewhere (a reader that takes the lock says the state
+needs it); a module that binds a lock at its top level guards its module-level
+names the same way. Held means inside ``with <lock>:`` (``async with`` too), or after a
 blocking ``<lock>.acquire()`` statement until ``<lock>.release()``, the
 ``try``/``finally`` around the work included; a method the class calls only while
 holding the lock runs under it. Every read or change of guarded state elsewhere
 (outside the set-up methods, where no other thread sees the object yet) is found:
-``summary()`` iterating the dict that ``track()`` fills under the lock. State the
-code reads while holding the lock is guarded by it as well: a change of it made
-without the lock is found too (``track()`` bumping a total outside the ``with``
-block that ``summary()`` reads it in).
+``summary()`` iterating the dict that ``track()`` fills under the lock.
 """
 
 from __future__ import annotations
@@ -50,10 +48,7 @@ class _Scan:
         # Methods that hold the lock around a yield (``with self._locked():``).
         self.lockers = lockers
         self.changed_held: set[str] = set()
-        # State read under the lock, and changes made without it: state the code reads
-        # only while holding the lock is guarded by it too, so changing it unheld races.
-        self.read_held: set[str] = set()
-        self.changed_free: list[tuple[str, ast.AST]] = []
+        self.changed: set[str] = set()  # changed anywhere, held or not
         self.accesses: list[tuple[str, ast.AST, bool]] = []  # (key, node, held)
         self.calls_held: dict[str, list[bool]] = {}
 
@@ -105,6 +100,16 @@ class _Scan:
                 elif isinstance(value, ast.expr):
                     self.expr(value, held, changes=name == "target" or name == "targets")
 
+    def _changed(self, key: str, held: bool) -> None:
+        self.changed.add(key)
+        if held:
+            self.changed_held.add(key)
+
+    def guarded(self) -> set[str]:
+        """What this scan shows the lock guards: state changed while holding it, and
+        state read while holding it that is changed somewhere (see :func:`_guarded`)."""
+        return self.changed_held | {k for k, _, held in self.accesses if held}
+
     def expr(self, node: ast.expr, held: bool, changes: bool = False) -> None:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Lambda):
@@ -112,13 +117,8 @@ class _Scan:
             key = self.key(sub) if isinstance(sub, ast.Attribute | ast.Name) else None
             if key is not None and key not in self.locks:
                 self.accesses.append((key, sub, held))
-                change = changes or isinstance(getattr(sub, "ctx", None), ast.Store)
-                if held and change:
-                    self.changed_held.add(key)
-                elif held:
-                    self.read_held.add(key)
-                elif change:
-                    self.changed_free.append((key, sub))
+                if changes or isinstance(getattr(sub, "ctx", None), ast.Store):
+                    self._changed(key, held)
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
                 receiver = sub.func.value
                 while (
@@ -128,10 +128,7 @@ class _Scan:
                     receiver = receiver.value
                 target = self.key(receiver)
                 if target is not None and sub.func.attr in _MUTATORS:
-                    if held:
-                        self.changed_held.add(target)
-                    else:
-                        self.changed_free.append((target, sub))
+                    self._changed(target, held)
                 if sub.func.attr and self.key(sub.func) is not None:
                     self.calls_held.setdefault(sub.func.attr, []).append(held)
             if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Store | ast.Del):
@@ -139,10 +136,8 @@ class _Scan:
                 while isinstance(base, ast.Subscript):
                     base = base.value
                 target = self.key(base)
-                if held and target is not None:
-                    self.changed_held.add(target)
-                elif target is not None:
-                    self.changed_free.append((target, sub))
+                if target is not None:
+                    self._changed(target, held)
 
 
 def _self_key(owner: str) -> _Key:
@@ -190,11 +185,11 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
         scan.body(method.body, False)
         scans[method.name] = scan
     guarded: set[str] = set()
-    read_held: set[str] = set()
     calls: dict[str, list[bool]] = {}
+    changed: set[str] = set()
     for scan in scans.values():
-        guarded |= scan.changed_held
-        read_held |= scan.read_held
+        guarded |= scan.guarded()
+        changed |= scan.changed
         for name, marks in scan.calls_held.items():
             calls.setdefault(name, []).extend(marks)
     # A helper the class calls only while holding the lock runs under it.
@@ -204,9 +199,10 @@ def _class_findings(cls: ast.ClassDef) -> list[ast.AST]:
         if name in under:
             continue
         found.extend(
-            node for key, node, held in scan.accesses if not held and key in guarded - names
+            node
+            for key, node, held in scan.accesses
+            if not held and key in (guarded & changed) - names
         )
-        found.extend(node for key, node in scan.changed_free if key in read_held - guarded - names)
     return found
 
 
@@ -251,11 +247,9 @@ def _module_findings(tree: ast.Module) -> list[ast.AST]:
             scan = _Scan(key, locks)
             scan.body(function.body, False)
             scans.append(scan)
-    guarded = set().union(*(s.changed_held for s in scans)) if scans else set()
-    read_held = set().union(*(s.read_held for s in scans)) if scans else set()
-    return [node for s in scans for k, node, held in s.accesses if not held and k in guarded] + [
-        node for s in scans for k, node in s.changed_free if k in read_held - guarded
-    ]
+    guarded = set().union(*(s.guarded() for s in scans)) if scans else set()
+    guarded &= set().union(*(s.changed for s in scans)) if scans else set()
+    return [node for s in scans for k, node, held in s.accesses if not held and k in guarded]
 
 
 def find_unguarded_state(tree: ast.Module) -> list[ast.AST]:
@@ -264,12 +258,4 @@ def find_unguarded_state(tree: ast.Module) -> list[ast.AST]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             found.extend(_class_findings(node))
-    # ``_hits[k] = 1`` is a change of the subscript and of the name it starts with: one finding
-    seen: set[tuple[int, int]] = set()
-    unique = []
-    for node in found:
-        where = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-        if where not in seen:
-            seen.add(where)
-            unique.append(node)
-    return unique
+    return found

@@ -35,7 +35,10 @@ class _Uses:
             if c.name is not None and any(match_call_name(p, c.name) for p in sinks)
         }
         self.parent: dict[int, ast.AST] = {}
+        self.calls: list[ast.Call] = []
         for node in ast.walk(analysis.tree):
+            if isinstance(node, ast.Call):
+                self.calls.append(node)
             for child in ast.iter_child_nodes(node):
                 self.parent[id(child)] = node
 
@@ -48,7 +51,14 @@ class _Uses:
     def spent(self, node: ast.AST, names_left: int, seen: set[str]) -> bool:
         """Whether the value of expression ``node`` only reaches sinks."""
         child, cur = node, self.parent.get(id(node))
+        arithmetic = converted = False
         while cur is not None:
+            if isinstance(cur, ast.Return):
+                return self._returned(cur, names_left, seen, arithmetic and not converted)
+            if isinstance(cur, ast.BinOp):
+                arithmetic = True
+            if isinstance(cur, ast.Call) and isinstance(cur.func, ast.Name):
+                converted = converted or cur.func.id in ("int", "round")
             if isinstance(cur, ast.Call):
                 if id(cur) in self.sinks and child is not cur.func:
                     return True
@@ -77,6 +87,27 @@ class _Uses:
                 return False
             child, cur = cur, self.parent.get(id(cur))
         return False
+
+    def _returned(self, at: ast.Return, names_left: int, seen: set[str], delay_like: bool) -> bool:
+        """A value returned by its function (``retry_delay(attempt)``): spent when every
+        call of that function spends it; with no call in the code, when it is a float
+        computed by arithmetic (a delay), not digits made of it."""
+        function = self.function_of(at)
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        name = function.name
+        callers = [
+            n
+            for n in self.calls
+            if (isinstance(n.func, ast.Name) and n.func.id == name)
+            or (isinstance(n.func, ast.Attribute) and n.func.attr == name)
+        ]
+        if not callers:
+            return delay_like
+        if names_left <= 0 or name in seen:
+            return False
+        seen.add(name)
+        return all(self.spent(c, names_left - 1, seen) for c in callers)
 
     def _name_spent(self, name: str, binding: ast.AST, names_left: int, seen: set[str]) -> bool:
         if name in seen:

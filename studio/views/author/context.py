@@ -62,7 +62,7 @@ class AuthorContext:
 def load() -> AuthorContext:
     ss.setdefault("author_doc", None)  # {"name", "path", "where", "baseline"} of the open scenario
     ss.setdefault("author_owned", {})  # path -> sha256 of what this session opened or wrote there
-    root = state.scenarios_root()
+    root = state.author_root()
     drafts = au.drafts_root(root)
     entries, library = cache.library_view(root, drafts)
     doc = ss.author_doc

@@ -1,4 +1,5 @@
-"""Compare runs: two runs set against each other, arm by arm and gap by gap."""
+"""Compare runs: two runs set against each other, arm by arm and gap by gap, then paired on
+their shared cells (and two models of one run, paired the same way)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from cvb_engine import compare_summaries, fmt_gap
 from studio import cache
 from studio.components import charts
 from studio.components.text import plain
+from studio.views.results import paired
 from studio.views.results.context import ResultsContext
 from studio.views.results.style import chart, counts, value
 
@@ -88,3 +90,5 @@ def render(ctx: ResultsContext) -> None:
                 f"prompt version A {plain(pa)}, B {plain(pb)}" + (" (differ)" if pa != pb else "")
             )
             st.caption(" · ".join(notes) + ". Gap rows: A n / B n show each gap's 95% CI.")
+            paired.render_paired_runs(url, run_a, run_b)
+    paired.render_paired_models(ctx)

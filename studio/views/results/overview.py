@@ -10,6 +10,7 @@ import streamlit as st
 from cvb_engine import accuracy_table, constraint_table, outcome_table, published_table
 from studio.components import charts
 from studio.components.text import plain
+from studio.views.results import paired
 from studio.views.results.context import ResultsContext
 from studio.views.results.style import chart, draw_table
 
@@ -80,3 +81,5 @@ def render(ctx: ResultsContext) -> None:
                 f"{plain(protocol.get('prompt_version'))}, {plain(protocol.get('records'))} "
                 "records. Published without confidence intervals."
             )
+
+    paired.render_costs(ctx)

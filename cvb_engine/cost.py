@@ -1,0 +1,414 @@
+"""What a run cost, from its stored token counts and configured prices (pure).
+
+Prices are US dollars per million tokens, input and output apart, per model. Where
+they come from, first found wins:
+
+1. ``--price-in`` / ``--price-out`` (``cvb run`` and ``cvb report``): every model of the run;
+2. the prices stored with the run (``params["prices"]``, written when it started);
+3. the endpoints file (``data/endpoints.json`` or ``$CVB_ENDPOINTS``): a preset's own
+   ``"prices"`` map, then the file's top-level ``"prices"`` map, both
+   ``{"model-id": {"input": 0.59, "output": 0.79}}``;
+4. the built-in presets' lists (:data:`BUILTIN_PRICES`).
+
+A model with no price has an **unknown** cost (``None``), never zero; so has a
+(model, arm) cell with an answered record that carries no token counts. Error
+records add their tokens when the server reported some (a failed call may be billed)
+and are never counted as strictly accurate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cvb_engine.endpoints import PRICES_ENTRY, presets_path
+from cvb_engine.report.tables import Cell, Column, Table
+
+__all__ = [
+    "BUILTIN_PRICES",
+    "COST_HEADER",
+    "COST_NOTE",
+    "CostRow",
+    "Price",
+    "PriceError",
+    "TokenEstimate",
+    "configured_prices",
+    "cost_markdown",
+    "cost_rows",
+    "cost_table",
+    "estimate_tokens",
+    "format_cost",
+    "price_table",
+    "prices_for",
+    "prices_from_params",
+    "prices_param",
+    "run_costs",
+    "total_cost",
+]
+
+#: Per preset, the prices of its models (USD per million tokens, input and output).
+#: The local model costs nothing to call; Groq's figures are its published list
+#: (August 2025) and change: a user's endpoints file overrides them.
+BUILTIN_PRICES: dict[str, dict[str, tuple[float, float]]] = {
+    "local": {"smollm2-135m": (0.0, 0.0)},
+    "groq": {
+        "llama-3.1-8b-instant": (0.05, 0.08),
+        "llama-3.3-70b-versatile": (0.59, 0.79),
+        "openai/gpt-oss-120b": (0.15, 0.75),
+        "openai/gpt-oss-20b": (0.10, 0.50),
+    },
+}
+#: Rough characters per token of English and code under BPE tokenizers: the dry run's
+#: estimate (no tokenizer is shipped; the estimate says it is one).
+CHARS_PER_TOKEN = 4.0
+
+
+class PriceError(ValueError):
+    """A malformed price (negative, not a number) in a file or a flag; says where."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens, and where the figure came from (flag, run, file, preset)."""
+
+    input_per_m: float
+    output_per_m: float
+    source: str
+
+    def of(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_m + completion_tokens * self.output_per_m) / 1e6
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input_per_m": self.input_per_m,
+            "output_per_m": self.output_per_m,
+            "source": self.source,
+        }
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PriceError(f"{where}: expected a number of USD per million tokens, got {value!r}")
+    if value < 0:
+        raise PriceError(f"{where}: a price cannot be negative ({value})")
+    return float(value)
+
+
+def _table(entries: Any, where: str, source: str) -> dict[str, Price]:
+    if not isinstance(entries, Mapping):
+        raise PriceError(f'{where}: expected {{"model": {{"input": N, "output": N}}}}')
+    out: dict[str, Price] = {}
+    for model, entry in entries.items():
+        at = f"{where}.{model}"
+        if not isinstance(entry, Mapping) or set(entry) - {"input", "output"} or len(entry) != 2:
+            raise PriceError(f'{at}: expected {{"input": N, "output": N}}')
+        out[str(model)] = Price(
+            _number(entry["input"], f"{at}.input"), _number(entry["output"], f"{at}.output"), source
+        )
+    return out
+
+
+def price_table(endpoint: str | None, path: Path | None = None) -> dict[str, Price]:
+    """The configured prices by model for a run against preset ``endpoint``: the built-in
+    list, overlaid with the endpoints file's top-level table, then with the preset's own.
+
+    Raises:
+        PriceError: the file's prices are malformed (the message names the entry).
+    """
+    table = {
+        model: Price(i, o, f"preset {endpoint}")
+        for model, (i, o) in BUILTIN_PRICES.get(endpoint or "", {}).items()
+    }
+    p = path if path is not None else presets_path()
+    data: Any = {}
+    if p.is_file():
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PriceError(f"{p}: cannot read prices: {exc}") from None
+    if not isinstance(data, dict):
+        return table
+    if PRICES_ENTRY in data:
+        table.update(_table(data[PRICES_ENTRY], f"{p}: {PRICES_ENTRY}", f"{p.name}"))
+    preset = data.get(endpoint or "")
+    if isinstance(preset, dict) and PRICES_ENTRY in preset:
+        where = f"{p}: {endpoint}.{PRICES_ENTRY}"
+        table.update(_table(preset[PRICES_ENTRY], where, f"{p.name} {endpoint}"))
+    return table
+
+
+def prices_for(
+    models: Iterable[str],
+    *,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    stored: Mapping[str, Price] | None = None,
+    table: Mapping[str, Price] | None = None,
+) -> dict[str, Price | None]:
+    """Each model's price (None: unknown): the flags, else the run's stored prices, else
+    the configured table.
+
+    Raises:
+        PriceError: only one of ``price_in`` / ``price_out`` is given, or one is negative.
+    """
+    if (price_in is None) != (price_out is None):
+        raise PriceError("--price-in and --price-out go together (USD per million tokens)")
+    flagged = None
+    if price_in is not None and price_out is not None:
+        flagged = Price(
+            _number(price_in, "--price-in"), _number(price_out, "--price-out"), "--price-in/out"
+        )
+    out: dict[str, Price | None] = {}
+    for model in models:
+        out[model] = flagged or (stored or {}).get(model) or (table or {}).get(model)
+    return out
+
+
+def configured_prices(
+    models: Iterable[str],
+    endpoint: str | None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+) -> dict[str, Price | None]:
+    """Each model's price for a run against preset ``endpoint`` (None: unknown):
+    ``--price-in``/``--price-out``, else :func:`price_table`."""
+    return prices_for(models, price_in=price_in, price_out=price_out, table=price_table(endpoint))
+
+
+def prices_param(prices: Mapping[str, Price | None]) -> dict[str, dict[str, Any]]:
+    """The known prices as a run stores them in its parameters."""
+    return {m: p.as_dict() for m, p in sorted(prices.items()) if p is not None}
+
+
+def prices_from_params(params: Mapping[str, Any] | None) -> dict[str, Price]:
+    """The prices a run stored when it started; a malformed entry is left out (a stored
+    run is read, never refused)."""
+    stored = (params or {}).get("prices")
+    out: dict[str, Price] = {}
+    if not isinstance(stored, Mapping):
+        return out
+    for model, entry in stored.items():
+        try:
+            i = _number(entry.get("input_per_m"), "input")
+            o = _number(entry.get("output_per_m"), "output")
+        except (PriceError, AttributeError):
+            continue
+        out[str(model)] = Price(i, o, f"run ({entry.get('source', 'stored')})")
+    return out
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """The cost of one (model, arm) of a run."""
+
+    model: str
+    arm: str
+    records: int  # all records, errors included
+    scored: int  # answered records (status ok)
+    strict: int  # strictly accurate records
+    prompt_tokens: int
+    completion_tokens: int
+    missing_usage: int  # answered records without token counts
+    price: Price | None
+
+    @property
+    def cost(self) -> float | None:
+        """USD; None when the price is unknown or an answered record has no token counts."""
+        if self.price is None or self.missing_usage:
+            return None
+        return self.price.of(self.prompt_tokens, self.completion_tokens)
+
+    @property
+    def cost_per_strict(self) -> float | None:
+        """USD per strictly accurate record; None when the cost is unknown or none is."""
+        cost = self.cost
+        return None if cost is None or self.strict == 0 else cost / self.strict
+
+    @property
+    def why_unknown(self) -> str:
+        if self.price is None:
+            return "no price for this model"
+        if self.missing_usage:
+            return f"{self.missing_usage} answered record(s) without token counts"
+        if self.strict == 0:
+            return "no strictly accurate record"
+        return ""
+
+
+def _tokens(usage: Any, name: str) -> int | None:
+    value = usage.get(name) if isinstance(usage, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def run_costs(
+    data: Mapping[str, Any],
+    *,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    endpoints_file: Path | None = None,
+) -> list[CostRow]:
+    """The cost table of a results file (``cvb-results/1``): its prices from the flags,
+    else those stored with the run, else the configured table for its endpoint."""
+    run = data.get("run")
+    params = run.get("params") if isinstance(run, Mapping) else None
+    params = params if isinstance(params, Mapping) else {}
+    records = [r for r in data.get("records") or [] if isinstance(r, Mapping)]
+    endpoint = params.get("endpoint")
+    prices = prices_for(
+        dict.fromkeys(str(r.get("model")) for r in records),
+        price_in=price_in,
+        price_out=price_out,
+        stored=prices_from_params(params),
+        table=price_table(endpoint if isinstance(endpoint, str) else None, endpoints_file),
+    )
+    return cost_rows(records, prices)
+
+
+def cost_rows(
+    records: Iterable[Mapping[str, Any]], prices: Mapping[str, Price | None]
+) -> list[CostRow]:
+    """Per (model, arm), in first-seen order of models and arms, the tokens and the cost of
+    ``records`` (results-file records, ``cvb-results/1``)."""
+    acc: dict[tuple[str, str], list[int]] = {}
+    for r in records:
+        key = (str(r.get("model")), str(r.get("arm")))
+        a = acc.setdefault(key, [0, 0, 0, 0, 0, 0])
+        ok = r.get("status") == "ok"
+        a[0] += 1
+        a[1] += ok
+        a[2] += ok and r.get("strict") is True
+        usage = r.get("usage")
+        p, c = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
+        if p is None or c is None:
+            a[5] += ok  # an error without usage cost nothing we know of
+        else:
+            a[3] += p
+            a[4] += c
+    return [
+        CostRow(
+            model=m,
+            arm=arm,
+            records=a[0],
+            scored=a[1],
+            strict=a[2],
+            prompt_tokens=a[3],
+            completion_tokens=a[4],
+            missing_usage=a[5],
+            price=prices.get(m),
+        )
+        for (m, arm), a in acc.items()
+    ]
+
+
+def format_cost(value: float | None) -> str:
+    """Dollars for a table: ``unknown`` for None, never a zero in its place."""
+    if value is None:
+        return "unknown"
+    if value == 0:
+        return "$0"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+#: The cost table's note, shown with it by every renderer.
+COST_NOTE = (
+    "From the stored token counts and the prices (USD per million tokens, input / output); "
+    "unknown where no price is configured or an answered record has no token counts."
+)
+_COST_COLUMNS = (
+    Column("model", outside=True),
+    Column("arm", outside=True),
+    Column("records", help="all records, error records included"),
+    Column("prompt tokens"),
+    Column("completion tokens"),
+    Column("price in / out", help="USD per million tokens, and where the price came from"),
+    Column("cost", help="USD; unknown, never $0, when a price or a token count is missing"),
+    Column("cost per strictly accurate record"),
+)
+COST_HEADER = tuple(c.name for c in _COST_COLUMNS)
+
+
+def cost_table(rows: Sequence[CostRow]) -> Table:
+    """The report's cost table (a :class:`~cvb_engine.report.tables.Table`): one row per
+    model × arm, then the total, unknown when any cell's cost is."""
+    out: list[tuple[Cell, ...]] = []
+    for r in rows:
+        price = (
+            f"{r.price.input_per_m:g} / {r.price.output_per_m:g} ({r.price.source})"
+            if r.price
+            else "unknown"
+        )
+        per = format_cost(r.cost_per_strict)
+        if r.cost_per_strict is None and r.why_unknown:
+            per += f" ({r.why_unknown})"
+        out.append(
+            (
+                Cell(r.model),
+                Cell(r.arm),
+                Cell(f"{r.records:,}", r.records),
+                Cell(f"{r.prompt_tokens:,}", r.prompt_tokens),
+                Cell(f"{r.completion_tokens:,}", r.completion_tokens),
+                Cell(price),
+                Cell(format_cost(r.cost), r.cost),
+                Cell(per, r.cost_per_strict),
+            )
+        )
+    total = total_cost(rows)
+    records = sum(r.records for r in rows)
+    blank = Cell("")
+    out.append(
+        (
+            Cell("total"),
+            blank,
+            Cell(f"{records:,}", records),
+            blank,
+            blank,
+            blank,
+            Cell(format_cost(total), total),
+            blank,
+        )
+    )
+    return Table(key="cost", title="Cost", columns=_COST_COLUMNS, rows=tuple(out), note=COST_NOTE)
+
+
+def total_cost(rows: Sequence[CostRow]) -> float | None:
+    """The run's cost; None when any cell's is unknown (a partial sum would read as whole)."""
+    costs = [r.cost for r in rows]
+    return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+
+def cost_markdown(rows: Sequence[CostRow]) -> str:
+    """The cost section of the Markdown report."""
+    from cvb_engine.report.markdown_report import table_lines
+
+    table = cost_table(rows)
+    return "\n".join([f"## {table.title}", "", table.note, "", *table_lines(table)])
+
+
+@dataclass(frozen=True)
+class TokenEstimate:
+    """The dry run's estimate for one arm: calls, prompt tokens (characters / 4) and the
+    completion tokens the run may use at most (``max_tokens`` per call)."""
+
+    arm: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens_max: int
+
+    def cost_max(self, price: Price | None) -> float | None:
+        return None if price is None else price.of(self.prompt_tokens, self.completion_tokens_max)
+
+
+def estimate_tokens(
+    prompt_chars: Mapping[str, Sequence[int]], *, runs: int, models: int, max_tokens: int
+) -> list[TokenEstimate]:
+    """Per arm, from the character count of each scenario's messages under that arm."""
+    out: list[TokenEstimate] = []
+    for arm, chars in prompt_chars.items():
+        calls = len(chars) * runs * models
+        prompt = sum(math.ceil(c / CHARS_PER_TOKEN) for c in chars) * runs * models
+        out.append(TokenEstimate(arm, calls, prompt, calls * max_tokens))
+    return out
