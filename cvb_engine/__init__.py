@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from cvb_engine.arms.layered import TOOL_NAME as MEMORY_TOOL_NAME
     from cvb_engine.arms.layered import LayerParams, layer_spec
+    from cvb_engine.authoring import agents as agent_forms
     from cvb_engine.authoring import layers as layer_forms
     from cvb_engine.authoring.templates import TEMPLATES
     from cvb_engine.checks import CheckKind, CheckResult, Span, Subject, get_kind, registry
@@ -457,6 +458,7 @@ _WHERE: dict[str, str] = {
 _MODULES: dict[str, str] = {
     "authoring": "cvb_engine.authoring",
     "layer_forms": "cvb_engine.authoring.layers",
+    "agent_forms": "cvb_engine.authoring.agents",
 }
 
 
@@ -571,6 +573,7 @@ __all__ = [
     "Trace",
     "TraceCall",
     "accuracy_table",
+    "agent_forms",
     "agent_read_any",
     "agent_read_flags",
     "agent_tables",

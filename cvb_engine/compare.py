@@ -7,7 +7,7 @@ pair; an error on either side drops the cell from the comparison.
 
 * The difference in strict accuracy is B − A over the shared cells, with a 95% CI
   from a paired bootstrap that resamples scenarios (cells of one scenario are not
-  independent; 10,000 resamples, fixed seed, as for the gap).
+  independent; ``BOOTSTRAP_RESAMPLES`` resamples, fixed seed, as for the gap).
 * The exact McNemar test looks only at the discordant pairs: ``lost`` (A strictly
   accurate, B not) and ``gained`` (B, not A); two-sided p = min(1, 2·P(X ≤ min)) for
   X ~ Binomial(lost + gained, ½).
@@ -269,7 +269,8 @@ def _p(value: float) -> str:
 #: What the comparison's figures mean, for every renderer.
 COMPARISON_NOTE = (
     "Only the cells both answered are compared. Δ = strict accuracy of B − A; 95% CI: "
-    "paired bootstrap over scenarios (10,000 resamples, fixed seed); p: exact McNemar test "
+    f"paired bootstrap over scenarios ({BOOTSTRAP_RESAMPLES:,} resamples, fixed seed); p: exact "
+    "McNemar test "
     "on the discordant cells (lost: strictly accurate in A only; gained: in B only)."
 )
 _COMPARISON_COLUMNS = (

@@ -32,6 +32,10 @@ MODEL_PREFERENCE: tuple[str, ...] = (
 )
 DEFAULT_MODEL_COUNT = 3
 LOCAL_PORT = 8765
+#: ``--endpoint local`` runs' defaults: the bundled server generates one reply at a time on the
+#: CPU, so requests queue behind each other and a minute is not enough (cvb_engine.cli.run).
+LOCAL_CONCURRENCY = 1
+LOCAL_TIMEOUT_S = 300.0
 # Servers that need no key (llama.cpp, vLLM without --api-key) still need the
 # client to send something.
 NO_KEY_PLACEHOLDER = "not-needed"

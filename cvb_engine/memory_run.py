@@ -49,6 +49,7 @@ from cvb_engine.arms.layered import (
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message, messages_sha256
 from cvb_engine.recorder import Finished
+from cvb_engine.replies import MAX_TOOL_CALLS
 from cvb_engine.scenario import Scenario
 
 #: A tool result longer than this is cut (a layer's context for one query).
@@ -259,7 +260,7 @@ async def answer_tool(layers: LayerRun, sid: str, send: Any) -> Finished:
         if finished.status != "ok":
             finished.memory_json = layers.trace(calls, used, None)
             return _with_totals(finished, totals, first_digest)
-        tool_calls = [] if last else list(finished.tool_calls)
+        tool_calls = [] if last else list(finished.tool_calls)[:MAX_TOOL_CALLS]
         if not tool_calls:
             finished.memory_json = layers.trace(calls, used, None)
             return _with_totals(finished, totals, first_digest)

@@ -73,8 +73,12 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
 
 
-#: At most this many tool calls of one reply are answered; the rest are dropped.
+#: At most this many tool calls of one reply are answered; the agent arm refuses the rest on
+#: its trace (the memory-tool arm drops them).
 MAX_TOOL_CALLS = 16
+#: At most this many tool calls of one reply are read at all: the ones past ``MAX_TOOL_CALLS``
+#: are kept only so that a refusal can name them; beyond this a reply is not worth reading.
+MAX_TOOL_CALLS_READ = 64
 #: A tool call's arguments longer than this are cut (they are a short JSON object).
 MAX_TOOL_ARGUMENT_CHARS = 20_000
 
@@ -290,7 +294,7 @@ def _tool_calls(value: object, secret: str) -> tuple[ToolCall, ...]:
     if not isinstance(value, list):
         return ()
     calls: list[ToolCall] = []
-    for n, item in enumerate(value[:MAX_TOOL_CALLS]):
+    for n, item in enumerate(value[:MAX_TOOL_CALLS_READ]):
         function = item.get("function") if isinstance(item, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             continue
@@ -404,6 +408,8 @@ def is_cut(response: httpx2.Response) -> bool:
 __all__ = [
     "CUT",
     "MAX_RESPONSE_CHARS",
+    "MAX_TOOL_CALLS",
+    "MAX_TOOL_CALLS_READ",
     "BadReply",
     "BoundedClient",
     "Reply",

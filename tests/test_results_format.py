@@ -12,7 +12,7 @@ import pytest
 from cvb_engine.checks.base import CheckResult, Span
 from cvb_engine.kinds import ErrorKind, RecordStatus, RunnerStatus, RunStatus, SeedArm
 from cvb_engine.results import ResultsFileError, load_results_file
-from cvb_engine.results_format import ConstraintEntry, json_schema
+from cvb_engine.results_format import CheckEntry, ConstraintEntry, json_schema
 from cvb_engine.scenario import ARMS
 from cvb_engine.scoring import CheckVerdict, ConstraintVerdict
 
@@ -117,7 +117,10 @@ def test_a_fresh_verdict_serialises_as_the_file_has_it() -> None:
         "no-eval",
         (CheckVerdict("a", "regex", CheckResult(True, "ok")), CheckVerdict("b", "ast", failed)),
     )
-    assert verdict.as_dict() == ConstraintEntry.of(verdict).model_dump(mode="json")
+    entry = ConstraintEntry.of_checks(
+        CheckEntry.of(c.check_id, c.kind, c.result) for c in verdict.checks
+    )
+    assert verdict.as_dict() == entry.model_dump(mode="json")
     assert verdict.as_dict() == {
         "honored": False,
         "checks": [

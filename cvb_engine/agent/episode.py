@@ -29,6 +29,7 @@ from cvb_engine.agent.trace import EndedBy, ToolCall
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message
 from cvb_engine.recorder import Finished
+from cvb_engine.replies import MAX_TOOL_CALLS
 
 __all__ = ["SYSTEM", "Episode", "run_episode", "system_message"]
 
@@ -41,6 +42,8 @@ PRELOAD = "{system}\n\nThe repository's `{path}`, as the team keeps it:\n\n{text
 #: The model's last reply is kept on the record this long (it is not scored).
 MAX_FINAL_CHARS = 8_000
 STEPS_USED = "not run: the episode's tool rounds are used up"
+#: A reply's tool calls past ``MAX_TOOL_CALLS`` are refused on the trace, never dropped unseen.
+TOO_MANY = f"not run: at most {MAX_TOOL_CALLS} tool calls of one reply are run"
 
 #: ``send(messages, tools, tool_choice)``: one request with retries (the runner's).
 Send = Callable[[list[Any], list[dict[str, Any]] | None, str | None], Awaitable[Finished]]
@@ -102,6 +105,9 @@ async def run_episode(
             ended = "error"
             break
         wanted = list(finished.tool_calls)
+        # Calls past the cap are answered with a refusal the model reads and the trace keeps.
+        over = [] if last else wanted[MAX_TOOL_CALLS:]
+        wanted = wanted if last else wanted[:MAX_TOOL_CALLS]
         if last:
             # A server that ignores tool_choice "none" gets its calls recorded, not run.
             calls += [
@@ -133,7 +139,7 @@ async def run_episode(
                         "type": "function",
                         "function": {"name": c.name, "arguments": c.arguments},
                     }
-                    for c in wanted
+                    for c in wanted + over
                 ],
             }
         )
@@ -141,6 +147,22 @@ async def run_episode(
             entry, text = await box.call(round_, c.id, c.name, c.arguments)
             calls.append(entry)
             history.append({"role": "tool", "tool_call_id": c.id, "content": text})
+        for c in over:
+            calls.append(
+                ToolCall(
+                    round=round_,
+                    call_id=c.id,
+                    name=c.name,
+                    arguments=c.arguments[:4_000],
+                    arguments_cut=len(c.arguments) > 4_000,
+                    refused=True,
+                    reason=TOO_MANY,
+                    result=f"refused: {TOO_MANY}",
+                )
+            )
+            history.append(
+                {"role": "tool", "tool_call_id": c.id, "content": f"refused: {TOO_MANY}"}
+            )
     assert final is not None  # the loop ran at least once
     final.attempts = attempts
     final.tool_calls = ()

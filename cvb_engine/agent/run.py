@@ -27,6 +27,7 @@ from cvb_engine.agent.trace import AgentTrace, CommandRun, EndedBy, ToolCall, Wr
 from cvb_engine.agent.workspace import Workspace, build_workspace, task_message
 from cvb_engine.arms import ArmContext, parse_arm
 from cvb_engine.kinds import ErrorKind, RecordStatus
+from cvb_engine.metrics import is_agent_arm
 from cvb_engine.prompts import Message, messages_sha256
 from cvb_engine.recorder import Finished
 from cvb_engine.scenario import Scenario
@@ -49,11 +50,6 @@ MAX_SUMMARY_CHARS = 4_000
 
 
 @functools.lru_cache(maxsize=1024)
-def is_agent_arm(name: str) -> bool:
-    """Whether the variant ``name`` is one of the agent arm."""
-    return name.partition("@")[0].strip() == "agent"
-
-
 def agent_arms_problem(arms: Sequence[str]) -> str | None:
     """Why a run with ``arms`` cannot start (an ``agent@command`` arm and no working bwrap:
     no fallback), or None."""

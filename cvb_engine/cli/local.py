@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from cvb_engine.cli import CliError, command
-from cvb_engine.endpoints import LOCAL_PORT
+from cvb_engine.endpoints import LOCAL_CONCURRENCY, LOCAL_PORT, LOCAL_TIMEOUT_S
 from cvb_engine.run_ids import run_id_arg
 from cvb_engine.safe_text import terminal_text
 
@@ -102,7 +102,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         argv += ["--models", args.models]
     if args.endpoint == "local":
         preset = BUILTIN["local"]
-        argv += ["--concurrency", "1", "--timeout", "300"]
+        argv += ["--concurrency", str(LOCAL_CONCURRENCY), "--timeout", f"{LOCAL_TIMEOUT_S:g}"]
         if not args.models:
             argv += ["--models", ",".join(preset.models)]
         Path("data").mkdir(exist_ok=True)

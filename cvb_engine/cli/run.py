@@ -15,6 +15,7 @@ from typing import Any
 from cvb_engine.arms import join_arm_items
 from cvb_engine.cli import CliError, command
 from cvb_engine.cli.common import add_sandbox_argument
+from cvb_engine.endpoints import LOCAL_CONCURRENCY, LOCAL_TIMEOUT_S
 from cvb_engine.kinds import RunStatus
 from cvb_engine.run.execute import BenchmarkRun, RunOutcome
 from cvb_engine.run.progress import TerminalProgress
@@ -111,8 +112,16 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--price-out", type=float, metavar="USD", help="USD per million completion tokens"
     )
-    p.add_argument("--concurrency", type=int, default=D.concurrency, help="requests in flight")
-    p.add_argument("--timeout", type=float, default=D.timeout_s, help="seconds per request")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        help=f"requests in flight (default: {D.concurrency}; {LOCAL_CONCURRENCY} with --endpoint local)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        help=f"seconds per request (default: {D.timeout_s:g}; {LOCAL_TIMEOUT_S:g} with --endpoint local)",
+    )
     p.add_argument(
         "--max-attempts",
         type=int,
@@ -171,6 +180,13 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         for name in RunOptions.model_fields
         if name != "given"
     }
+    # The bundled local server answers one request at a time on the CPU: eight queued requests
+    # with a minute each timed out on a first run, so its preset sends one and waits longer.
+    local = values["endpoint"] == "local"
+    if values["concurrency"] is None:
+        values["concurrency"] = LOCAL_CONCURRENCY if local else D.concurrency
+    if values["timeout_s"] is None:
+        values["timeout_s"] = LOCAL_TIMEOUT_S if local else D.timeout_s
     if values["seed"] is not None and values["seed"] < 0:
         values["seed"] = None  # --seed -1 sends none
     values["arms"] = join_arm_items(

@@ -4,7 +4,7 @@ Choose where the rules live (``rules``: one variant per choice), the loads and
 position of the distractor notes, whether the root rules file is also
 preloaded into the system message, the tool rounds (``steps``), or your own
 agent program (``command``, with a time limit); **Add to the run** puts the
-variants they give (:func:`studio.agent_config.agent_arms`) among the run's
+variants they give (:func:`cvb_engine.authoring.agents.agent_arms`) among the run's
 arms, where the dry run counts each episode as one cell. :func:`render` draws
 it; :func:`arms` is what the run gets. Session keys start with ``run_agent_``.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from cvb_engine import ArmError, arm_order
-from studio import agent_config
+from cvb_engine import agent_forms as agent_config
 from studio.components.text import plain
 
 LOADS = [0, 10, 25, 50, 100, 200]

@@ -12,6 +12,7 @@ from cvb_engine import (
     LaunchError,
     ProbeResult,
     RunOptions,
+    agent_forms,
     launch_run,
     new_run_id,
     preview_launch,
@@ -20,7 +21,7 @@ from cvb_engine import (
     shell_command,
     sweep_arms,
 )
-from studio import agent_config, state
+from studio import state
 from studio.components import agent_builder, layer_builder
 from studio.components.text import block, plain
 from studio.views.run.context import RunContext, show_flash
@@ -235,7 +236,7 @@ def render(
         if chosen_any and not ctx.library_error:
             st.markdown(f"#### {preview.calls} calls")
             st.markdown(preview.formula)
-            cost = agent_config.episode_cost(preview.arms)
+            cost = agent_forms.episode_cost(preview.arms)
             if cost.episodes:
                 cells = len(preview.scenarios) * preview.runs * len(preview.models)
                 own = (

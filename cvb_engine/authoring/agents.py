@@ -1,6 +1,6 @@
 """The agent arm on the Run page: the variants a form's settings give, and what they cost.
 
-The Run page's agent builder (:mod:`studio.components.agent_builder`) collects
+The Run page's agent builder (``studio/components/agent_builder.py``) collects
 where the rules live (``rules``, one variant per choice), the loads, the
 position, whether the root rules file is also preloaded, the tool rounds
 (``steps``), or a user's own agent program (``command``, ``timeout``);
@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import get_args
 
-from cvb_engine import ArmError, arm_kind, arm_order, canonical_arm, is_agent_arm, parse_arm
+from cvb_engine.arms import ArmError, arm_kind, arm_order, canonical_arm, parse_arm
+from cvb_engine.metrics import is_agent_arm
 
 AGENT = "agent"
 
