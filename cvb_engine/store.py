@@ -228,12 +228,16 @@ class RunWorker(SQLModel, table=True):
 
 
 def database_url(url: str | None = None) -> str:
-    """The URL to use: the argument, else ``CVB_DATABASE_URL``, else ``sqlite:///data/cvb.db``."""
-    if url:
-        return url
-    env = os.environ.get("CVB_DATABASE_URL")
-    if env:
-        return env
+    """The URL to use: the argument, else ``CVB_DATABASE_URL``, else ``sqlite:///data/cvb.db``.
+
+    A value without a scheme (``data/team.db``, ``/tmp/x.db``) names a SQLite file: a
+    bare path given to ``--db`` is what people type first.
+    """
+    for given in (url, os.environ.get("CVB_DATABASE_URL")):
+        if given:
+            if "://" in given:
+                return given
+            return f"sqlite:///{Path(given).expanduser().resolve()}"
     return f"sqlite:///{DEFAULT_DB_PATH}"
 
 

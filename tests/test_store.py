@@ -295,3 +295,27 @@ def test_upgrade_6_to_7_adds_agent_json_and_keeps_records(
     assert tuple(kept) == (1, "print(1)", None)
     engine.dispose()
     dispose_engines()
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("sqlite:///data/x.db", "sqlite:///data/x.db"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("/tmp/cvb-bare.db", "sqlite:////tmp/cvb-bare.db"),
+    ],
+    ids=["sqlite-url", "postgres-url", "bare-absolute-path"],
+)
+def test_a_bare_path_names_a_sqlite_file(given: str, expected: str) -> None:
+    from cvb_engine.store import database_url
+
+    assert database_url(given) == expected
+
+
+def test_a_bare_relative_path_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cvb_engine.store import database_url
+
+    monkeypatch.chdir(tmp_path)
+    assert database_url("team.db") == f"sqlite:///{tmp_path.resolve() / 'team.db'}"
