@@ -21,7 +21,8 @@ HELDOUT = ROOT / "tests" / "corpus" / "heldout"
 
 # Recorded 2026-12-05: 97 of 99 replies agree; 42 violations flagged, 3 false alarms, 1 missed.
 # Raised by verdicts (same day): 99 of 99 agree; 43 flagged, 2 false alarms, 0 missed.
-REPLIES_AGREEING = 99
+# Grown by qa29 and merged (same day): 108 of 108 replies; 61 of 61 flagged, 2 false alarms.
+REPLIES_AGREEING = 108
 CHECK_FALSE_ALARMS_AT_MOST = 2
 CHECK_MISSES_AT_MOST = 0
 
@@ -33,7 +34,7 @@ def library() -> dict:
 
 def test_heldout_replies_agree_with_their_labels(library: dict) -> None:
     judged = judge_replies(load_replies(HELDOUT / "replies"), library)
-    assert len(judged) >= 99
+    assert len(judged) >= 108
     misses = [f"{j.reply.id}: {'; '.join(j.problems)}" for j in judged if not j.agrees]
     assert sum(j.agrees for j in judged) >= REPLIES_AGREEING, "\n".join(misses)
     credited = [
@@ -46,7 +47,7 @@ def test_heldout_replies_agree_with_their_labels(library: dict) -> None:
 
 def test_heldout_code_keeps_its_precision_and_recall(library: dict) -> None:
     total = overall(measure(load_corpus(HELDOUT / "checks"), library))
-    assert total.n >= 82
+    assert total.n >= 116
     assert total.fp <= CHECK_FALSE_ALARMS_AT_MOST, total.false_alarms
     assert total.fn <= CHECK_MISSES_AT_MOST, total.missed
 

@@ -1733,6 +1733,25 @@ CONSTRUCTS = [
             ("never-bound-here", "def f(r):\n    BAD.append(r)", []),
             ("module-level", "n = 0\nn += 1", []),
             ("value-used", "def f(r):\n    s = set()\n    x = s.add(r)\n    return x", []),
+            (
+                "collected-beside-a-log-record",
+                "def f(rows):\n    bad = []\n    for n, r in rows:\n        if not r:\n"
+                "            log.warning('line %d empty', n)\n            bad.append(n)",
+                [],
+            ),
+            (
+                "one-update-unlogged",
+                "def f(rows):\n    bad = 0\n    for r in rows:\n        if r is None:\n"
+                "            log.info('none')\n            bad += 1\n        elif not r:\n"
+                "            bad += 1",
+                [6],
+            ),
+            (
+                "log-in-another-block",
+                "def f(rows):\n    bad = []\n    for r in rows:\n        if not r:\n"
+                "            bad.append(r)\n    log.info('done')",
+                [5],
+            ),
         ],
     ),
     *group(
@@ -1790,6 +1809,31 @@ CONSTRUCTS = [
                 [8],
             ),
             ("no-lock", "class S:\n    def put(self, k):\n        self.d[k] = 1", []),
+            (
+                "read-under-lock-changed-outside",
+                _LOCKED + "        self._n = 0\n    def put(self, k):\n        self._n += 1\n"
+                "    def count(self):\n        with self._lock:\n            return self._n",
+                [8],
+            ),
+            (
+                "read-under-lock-mutated-outside",
+                _LOCKED + "    def put(self, k):\n        self._d.setdefault(k, []).append(1)\n"
+                "    def get(self):\n        with self._lock:\n            return dict(self._d)",
+                [7],
+            ),
+            (
+                "read-under-lock-changed-under-lock",
+                _LOCKED + "        self._n = 0\n    def put(self, k):\n        with self._lock:\n"
+                "            self._n += 1\n    def count(self):\n        with self._lock:\n"
+                "            return self._n",
+                [],
+            ),
+            (
+                "module-read-under-lock-changed-outside",
+                "import threading\n_lock = threading.Lock()\n_hits = {}\ndef hit(k):\n"
+                "    _hits[k] = 1\ndef snapshot():\n    with _lock:\n        return dict(_hits)",
+                [5],
+            ),
         ],
     ),
 ]
@@ -3230,6 +3274,30 @@ DESTINATIONS = [
                 "placeholders-and-a-column",
                 "def f(c, ids, col):\n    ph = ','.join('?' * len(ids))\n"
                 "    c.execute(f'SELECT {col} FROM t WHERE id IN ({ph})', ids)",
+                True,
+            ),
+            (
+                "constant-columns-joined-concat",
+                "COLS = ('a', 'b')\ndef f(c, row):\n    cols = ', '.join(COLS)\n"
+                "    marks = ', '.join('?' * len(COLS))\n"
+                "    c.execute('INSERT INTO t (' + cols + ') VALUES (' + marks + ')', row)",
+                False,
+            ),
+            (
+                "constant-columns-list-in-fstring",
+                "def f(c, k):\n    c.execute(f\"SELECT {', '.join(['id', 'name'])} FROM t WHERE k = ?\", (k,))",
+                False,
+            ),
+            (
+                "caller-columns-joined",
+                "def f(c, cols, row):\n    names = ', '.join(cols)\n"
+                "    c.execute('INSERT INTO t (' + names + ') VALUES (?, ?)', row)",
+                True,
+            ),
+            (
+                "columns-with-a-value-joined",
+                "def f(c, user):\n    cols = ', '.join(('id', user))\n"
+                "    c.execute('SELECT ' + cols + ' FROM t')",
                 True,
             ),
         ],

@@ -113,6 +113,34 @@ def find_flow(tree: ast.Module) -> Flow:
 
 # Methods that add to a collection in place: a name only ever updated so is unread.
 _ACCUMULATE = frozenset({"append", "add", "extend", "insert", "appendleft", "update", "setdefault"})
+# Log record methods (logger.warning(...), logging.error(...), log.log(level, ...)).
+_LOG_METHODS = frozenset(
+    {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
+)
+
+
+def _logs(stmt: ast.stmt) -> bool:
+    """A statement of its own that writes a log record (``log.warning("line %d", n)``)."""
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Attribute)
+        and stmt.value.func.attr in _LOG_METHODS
+        and isinstance(stmt.value.func.value, ast.Name | ast.Attribute)
+        and bool(stmt.value.args)
+    )
+
+
+def _beside_a_log(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
+    """The statements (by id) of the function's blocks that also write a log record: an
+    update made there is a second record of something the log reports already."""
+    out: set[int] = set()
+    for node in ast.walk(function):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and any(isinstance(s, ast.stmt) and _logs(s) for s in block):
+                out.update(id(s) for s in block)
+    return out
 
 
 def find_unread_accumulators(tree: ast.Module) -> list[ast.AST]:
@@ -120,12 +148,17 @@ def find_unread_accumulators(tree: ast.Module) -> list[ast.AST]:
     ``rejected.append(row)`` as a statement, ``by_reason[r] += 1``) but never read, by the function or code
     nested in it, the first update. A parameter, or a name declared ``global`` /
     ``nonlocal`` or never bound otherwise in the function, belongs to someone else
-    who may read it."""
+    who may read it. An update every one of which sits in a block that also writes a
+    log record (``log.warning("line %d: %s", n, exc); bad.append(n)``) is not unread
+    state: the log reports what it records."""
     out: list[ast.AST] = []
     for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         updates: dict[str, ast.AST] = {}
+        # names with an update that no log record stands beside (the rest are reported)
+        unlogged: set[str] = set()
+        logged = _beside_a_log(function)
         bound: set[str] = set()
         read: set[str] = set()
         declared: set[str] = set(param_names(function.args))
@@ -135,6 +168,8 @@ def find_unread_accumulators(tree: ast.Module) -> list[ast.AST]:
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 updates.setdefault(node.target.id, node)
                 receivers.add(id(node.target))
+                if id(node) not in logged:
+                    unlogged.add(node.target.id)
             elif isinstance(node, ast.AugAssign | ast.Assign):
                 # by_reason[reason] += 1, bad[line_no] = row
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -142,6 +177,8 @@ def find_unread_accumulators(tree: ast.Module) -> list[ast.AST]:
                     if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                         updates.setdefault(target.value.id, node)
                         receivers.add(id(target.value))
+                        if id(node) not in logged:
+                            unlogged.add(target.value.id)
             elif (
                 isinstance(node, ast.Expr)
                 and isinstance(node.value, ast.Call)
@@ -151,6 +188,8 @@ def find_unread_accumulators(tree: ast.Module) -> list[ast.AST]:
             ):
                 updates.setdefault(node.value.func.value.id, node.value)
                 receivers.add(id(node.value.func.value))
+                if id(node) not in logged:
+                    unlogged.add(node.value.func.value.id)
             elif isinstance(node, ast.Global | ast.Nonlocal):
                 declared.update(node.names)
         if not updates:
@@ -161,6 +200,6 @@ def find_unread_accumulators(tree: ast.Module) -> list[ast.AST]:
         out.extend(
             node
             for name, node in updates.items()
-            if name in bound and name not in read and name not in declared
+            if name in bound and name not in read and name not in declared and name in unlogged
         )
     return out

@@ -67,6 +67,23 @@ def string_kind_of(node: ast.expr, lookup: _StringLookup, depth: int = 0) -> str
         return "dynamic" if dynamic else "literal"
     if isinstance(node, ast.Call | ast.BinOp | ast.Subscript) and placeholder_list(node, depth):
         return "literal"
+    if isinstance(node, ast.Tuple | ast.List) and node.elts:
+        # a fixed sequence of texts (column names): literal text once joined or spliced;
+        # a list of arguments holding a built string is not itself one (["tar", f"{p}"])
+        literal = all(string_kind_of(e, lookup, depth + 1) == "literal" for e in node.elts)
+        return "literal" if literal else "other"
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        # ", ".join(COLUMNS): literal text joined by a literal separator is literal
+        sep = string_kind_of(node.func.value, lookup, depth + 1)
+        items = string_kind_of(node.args[0], lookup, depth + 1)
+        if sep == items == "literal":
+            return "literal"
     if isinstance(node, ast.Name):
         return lookup(node.id)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
