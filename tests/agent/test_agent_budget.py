@@ -288,3 +288,41 @@ def test_a_budget_sweep_through_the_reader_splits_the_report_by_delivery(
     large = got[f"agent@budget={budgets[0]}"]
     assert (large.delivered.k, large.delivered.n) == (1, 1)
     assert (large.not_delivered.k, large.not_delivered.n) == (0, 1)
+
+
+@pytest.mark.parametrize("stale", [None, "with", "only"])
+def test_delivered_means_the_whole_note_is_in_the_workspace_for_every_scenario(
+    library: dict[str, Scenario], pool: tuple[object, ...], stale: Any
+) -> None:
+    """An oracle apart from the spans: over every shipped scenario, placement and a spread of
+    budgets, a note is delivered exactly when its whole text is in a rules file as cut."""
+    checked = cut = 0
+    for scenario in library.values():
+        for rules in RULES:
+            plain = build_workspace(scenario, rules, 3, "spread", pool, stale)
+            whole = sum(len(b) for _, b in _rules_bytes(plain))
+            for budget in (whole // 5, whole // 2, (4 * whole) // 5):
+                ws = build_workspace(scenario, rules, 3, "spread", pool, stale, max(budget, 1))
+                bodies = [
+                    ws.files[r.path].rpartition(MARKER_START)[0] or ws.files[r.path]
+                    for r in ws.rules_files
+                ]
+                flags = ws.delivery["constraints"]
+                for c in scenario.constraints:
+                    present = any(c.text.strip() in body for body in bodies)
+                    # stale=only: the superseded note stands instead, where there is one
+                    shown = stale != "only" or not c.superseded
+                    assert flags[c.id]["delivered"] == (present and shown), (
+                        scenario.id,
+                        rules,
+                        budget,
+                        c.id,
+                    )
+                    if stale and c.superseded:
+                        old = " ".join(c.superseded.split())
+                        assert flags[c.id]["superseded_delivered"] == any(
+                            old in body for body in bodies
+                        )
+                    checked += 1
+                cut += ws.delivery["cut"]
+    assert checked > 500 and cut > 100
