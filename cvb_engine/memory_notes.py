@@ -45,6 +45,7 @@ __all__ = [
     "NoteKind",
     "Stale",
     "cut",
+    "cut_in_order",
     "delivered",
     "delivery_of",
     "distractors",
@@ -242,14 +243,16 @@ class Cut:
         return self.kept < self.total
 
 
-def cut(text: str, budget: int | None) -> Cut:
+def cut(text: str, budget: int | None, *, limit: int | None = None) -> Cut:
     """``text`` cut to ``budget`` bytes (UTF-8) at a line boundary.
 
     Whole lines are kept, from the top, while the kept bytes (line breaks included)
     stay within the budget; the first line that does not fit and everything after it
     are dropped, and one marker line saying how many bytes were not loaded ends the
     text. The marker is not counted in the budget (tools add their notice beside the
-    file). A text within the budget, or no budget, is returned unchanged.
+    file). A text within the budget, or no budget, is returned unchanged. ``limit`` is
+    the limit the marker names and the result records (default: ``budget``): what is
+    left of a budget shared by several files (:func:`cut_in_order`) is not the limit.
     """
     raw = text.encode("utf-8")
     if budget is None or len(raw) <= budget:
@@ -262,8 +265,25 @@ def cut(text: str, budget: int | None) -> Cut:
             break
         kept_lines.append(line)
         used += size
-    marker = CUT_MARKER.format(rest=len(raw) - used, total=len(raw), budget=budget)
-    return Cut("".join(f"{line}\n" for line in kept_lines) + marker, used, len(raw), budget)
+    named = budget if limit is None else limit
+    marker = CUT_MARKER.format(rest=len(raw) - used, total=len(raw), budget=named)
+    return Cut("".join(f"{line}\n" for line in kept_lines) + marker, used, len(raw), named)
+
+
+def cut_in_order(texts: Sequence[str], budget: int | None) -> list[Cut]:
+    """Several files read in order under one byte budget, as an agent tool that loads
+    every rules file from the root down under one limit does: each file is cut
+    (:func:`cut`) to what the files before it left of ``budget``; once one is cut,
+    every later file is delivered as the marker line alone. No budget: all unchanged.
+    """
+    out = []
+    left = budget
+    for text in texts:
+        result = cut(text, left, limit=budget)
+        if left is not None:
+            left = 0 if result.was_cut else left - result.total
+        out.append(result)
+    return out
 
 
 def delivered(spans: Sequence[tuple[int, int]], result: Cut) -> list[bool]:

@@ -159,8 +159,9 @@ class ConstraintDelivery(BaseModel):
 
 
 class Delivery(BaseModel):
-    """What an incentivized variant with ``stale=`` or ``budget=`` gave one cell
-    (``Record.memory_json``, written by :func:`cvb_engine.arms.incentivized.memory_of`)::
+    """What an incentivized or agent variant with ``stale=`` or ``budget=`` gave one cell
+    (``Record.memory_json``, written by :func:`cvb_engine.arms.incentivized.memory_of` and
+    :func:`cvb_engine.arms.agent.memory_of`; an agent's ``channel`` is its ``rules``)::
 
         {"arm": "incentivized", "channel": "file", "stale": "with" | "only" | null,
          "budget": 2000 | null, "bytes": 5120, "kept_bytes": 1987, "cut": true,
@@ -170,7 +171,7 @@ class Delivery(BaseModel):
 
     model_config = _STRICT
 
-    arm: Literal["incentivized"]
+    arm: Literal["incentivized", "agent"]
     channel: str | None = None
     stale: Literal["with", "only"] | None = None
     budget: int | None = None

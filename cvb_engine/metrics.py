@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
 from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
@@ -575,9 +575,12 @@ def summarize(
     arms = ordered_arms(t.arm for t in tallies)
     kept: list[RecordRow] = []
     agent_episodes = []
+    delivered_agents: list[RecordRow] = []
     for r in traces:
         if is_agent_arm(r.arm):
             agent_episodes.append(episode(r))  # boiled down: its transcript is not kept
+            if r.memory:  # a budget= / stale= variant's delivery record, for the split
+                delivered_agents.append(replace(r, agent=None))
         else:
             kept.append(r)
     trace_rows = [r for r in kept if layer_kind(r.arm) is not None]
@@ -600,7 +603,7 @@ def summarize(
         layers=layer_names(arms, trace_rows),
         tool_use=tool_use(trace_rows, seed=seed, resamples=n),
         stale=stale_stats(tallies, memory, seed=seed, resamples=n),
-        delivery=delivery_stats(kept, seed=seed, resamples=n),
+        delivery=delivery_stats([*kept, *delivered_agents], seed=seed, resamples=n),
         resamples=n,
         agent=agent_stats(agent_episodes, tallies=tallies, seed=seed, resamples=n),
     )
@@ -796,8 +799,8 @@ def delivery_stats(
     for r in rows:
         if r.status != RecordStatus.OK or r.strict is None or not r.memory:
             continue
-        if r.arm.partition("@")[0] != SeedArm.INCENTIVIZED:
-            continue
+        if r.arm.partition("@")[0] not in (SeedArm.INCENTIVIZED, "agent"):
+            continue  # the arms whose records store a delivery record
         key = (r.model, r.arm)
         delivery = read_delivery(r.memory)
         if delivery is None:

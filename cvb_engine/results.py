@@ -663,6 +663,7 @@ def db_agent_rows(
         col(Record.outcome),
         col(Record.error_kind),
         col(Record.agent_json),
+        col(Record.memory_json),
     )
     last = 0
     while True:
@@ -686,7 +687,7 @@ def db_agent_rows(
             .order_by(col(ConstraintResult.id))
         ):
             honored[int(rid)][str(cid)] = bool(ok)
-        for rid, model, sid, cat, arm, status, strict, outcome, kind, agent in chunk:
+        for rid, model, sid, cat, arm, status, strict, outcome, kind, agent, memory in chunk:
             yield RecordRow(
                 model,
                 sid,
@@ -697,6 +698,7 @@ def db_agent_rows(
                 honored[int(rid)],
                 outcome=outcome,
                 error_kind=kind,
+                memory=memory,
                 agent=agent,
             )
         last = record_ids[-1]

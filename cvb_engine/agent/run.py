@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import os
 import stat
 import tempfile
@@ -24,8 +25,9 @@ from cvb_engine.agent.command import CommandError, files_read, run_command
 from cvb_engine.agent.episode import Send, run_episode
 from cvb_engine.agent.tools import ToolBox
 from cvb_engine.agent.trace import AgentTrace, CommandRun, EndedBy, ToolCall, WrittenFile
-from cvb_engine.agent.workspace import Workspace, build_workspace, task_message
+from cvb_engine.agent.workspace import Workspace, task_message
 from cvb_engine.arms import ArmContext, parse_arm
+from cvb_engine.arms.agent import workspace_of
 from cvb_engine.kinds import ErrorKind, RecordStatus
 from cvb_engine.metrics import is_agent_arm
 from cvb_engine.prompts import Message, messages_sha256
@@ -180,10 +182,7 @@ class AgentRun:
         """Run the cell's episode (or command) in a fresh workspace; its record, with the trace."""
         variant = parse_arm(arm)
         params: Any = variant.params
-        pool = self.arm_context.pool if params.load else ()
-        ws = build_workspace(
-            scenario, params.rules, params.load, params.position, pool, params.stale
-        )
+        ws = workspace_of(scenario, params, self.arm_context)
         messages = [
             Message(role=m["role"], content=m["content"])
             for m in variant.build(scenario, self.arm_context)
@@ -246,6 +245,9 @@ class AgentRun:
         )
         finished.messages_sha256 = digest
         finished.agent_json = trace.to_json()
+        # what the rules files delivered, as the incentivized arm's records store it
+        if params.stale is not None or params.budget is not None:
+            finished.memory_json = json.dumps(ws.delivery, sort_keys=True)
         return finished
 
     async def _command(

@@ -26,7 +26,18 @@ The notes are the incentivized arm's, drawn the same way
 phrased as memory among ``load`` pool distractors at ``position`` (with
 ``stale=``, beside or instead of the decisions they replaced), each shown as
 the incentivized arm shows it, ``- Decision n (label): text``. The same scenario and parameters give the same
-bytes (:attr:`Workspace.sha256`). The file to write exists as a stub holding
+bytes (:attr:`Workspace.sha256`).
+
+``budget=N`` cuts the memory the way an agent tool with a rules-file byte limit
+loads it: the rules files in reading order (the root ``AGENTS.md`` before the
+package's for ``nested``; the decision records by number for ``adr``; the whole
+``README.md`` for ``readme``) share the N bytes; each is cut at a line boundary
+to what the files before it left, with the marker line of
+:func:`cvb_engine.memory_notes.cut`, and once one is cut every later one holds
+the marker alone. The workspace holds the files as cut, so ``read_file``,
+``search_files`` and a preloaded system message see only what was delivered, and
+a constraint whose note was cut has no place in them (it cannot be "read"). The
+file to write exists as a stub holding
 only a docstring: the agent's solution is the file's final content when it
 differs from the stub; a file left as it was was never written.
 """
@@ -37,14 +48,22 @@ import hashlib
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from cvb_engine.agent.trace import ConstraintPlace, RulesFile
 from cvb_engine.arms import ArmError
 from cvb_engine.arms.incentivized import MEMORY_HEADER
-from cvb_engine.memory_notes import MemoryNote, NoteKind, Stale, memory_notes
+from cvb_engine.memory_notes import (
+    Cut,
+    MemoryNote,
+    NoteKind,
+    Stale,
+    cut_in_order,
+    delivered,
+    memory_notes,
+)
 from cvb_engine.prompts import INCENTIVIZED_ITEM, task_block
 from cvb_engine.scenario import Scenario
 
@@ -139,6 +158,9 @@ class Workspace:
     #: The stub each named file starts as.
     stubs: dict[str, str]
     has_tests: bool
+    #: What the rules files delivered (README: Agent arm, ``budget``): the record's
+    #: ``memory_json`` shape, per constraint ``delivered`` / ``superseded_delivered``.
+    delivery: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -216,8 +238,10 @@ def build_workspace(
     position: str = "spread",
     pool: Sequence[Any] = (),
     stale: Stale | None = None,
+    budget: int | None = None,
 ) -> Workspace:
-    """The workspace of ``scenario`` with its memory placed by ``rules``.
+    """The workspace of ``scenario`` with its memory placed by ``rules`` (cut to ``budget``
+    bytes in reading order when given).
 
     Raises:
         ArmError: ``load`` is more than the pool holds.
@@ -246,19 +270,11 @@ def build_workspace(
         notes = memory_notes(scenario, load=load, position=position, stale=stale, pool=pool)
     except ValueError as exc:
         raise ArmError(str(exc)) from None
-    rules_files: list[RulesFile] = []
-    places: list[ConstraintPlace] = []
+    # the rules files in reading order, as planned; the budget cuts them below
+    planned: list[tuple[str, str, list[tuple[MemoryNote, str]]]] = []
 
     def add(path: str, text: str, lines: list[tuple[MemoryNote, str]]) -> None:
-        files[path] = text
-        rules_files.append(
-            RulesFile(
-                path=path,
-                constraints=tuple(n.constraint_id or "" for n, _ in lines if _is_rule(n)),
-                notes=len(lines),
-            )
-        )
-        places.extend(_places(path, text, lines))
+        planned.append((path, text, lines))
 
     if rules in ("agents-md", "claude-md"):
         name = "AGENTS.md" if rules == "agents-md" else "CLAUDE.md"
@@ -277,6 +293,34 @@ def build_workspace(
             label = re.sub(r"[^a-z0-9-]+", "-", note.label.lower()).strip("-")[:48] or "note"
             path = f"docs/decisions/{n:04d}-{label}.md"
             add(path, DECISION.format(n=n, label=note.label, text=note.text), [(note, note.text)])
+
+    cuts = cut_in_order([text for _, text, _ in planned], budget)
+    per = _delivery(planned, cuts, [c.id for c in scenario.constraints])
+    rules_files: list[RulesFile] = []
+    places: list[ConstraintPlace] = []
+    for (path, text, lines), result in zip(planned, cuts, strict=True):
+        files[path] = result.text
+        got = delivered(_spans(text, lines), result)
+        # a cut note is not in the file: it has no place to be read at
+        kept = [line for line, whole in zip(lines, got, strict=True) if whole]
+        rules_files.append(
+            RulesFile(
+                path=path,
+                constraints=tuple(n.constraint_id or "" for n, _ in kept if _is_rule(n)),
+                notes=len(kept),
+            )
+        )
+        places.extend(p for p in _places(path, text, lines) if per[p.constraint_id]["delivered"])
+    delivery = {
+        "arm": "agent",
+        "channel": rules,
+        "stale": stale,
+        "budget": budget,
+        "bytes": sum(r.total for r in cuts),
+        "kept_bytes": sum(r.kept for r in cuts),
+        "cut": any(r.was_cut for r in cuts),
+        "constraints": per,
+    }
     ordered = dict(sorted(files.items()))
     return Workspace(
         files=ordered,
@@ -286,4 +330,36 @@ def build_workspace(
         root_rules=ROOT_RULES[rules],
         stubs=stubs,
         has_tests=has_tests,
+        delivery=delivery,
     )
+
+
+def _spans(text: str, lines: list[tuple[MemoryNote, str]]) -> list[tuple[int, int]]:
+    """Each note's byte span (UTF-8) in ``text``, in order."""
+    spans = []
+    start = 0
+    for _note, line in lines:
+        at = text.index(line, start)
+        begin = len(text[:at].encode("utf-8"))
+        spans.append((begin, begin + len(line.encode("utf-8"))))
+        start = at + len(line)
+    return spans
+
+
+def _delivery(
+    planned: list[tuple[str, str, list[tuple[MemoryNote, str]]]],
+    cuts: list[Cut],
+    constraint_ids: list[str],
+) -> dict[str, dict[str, bool | None]]:
+    """Per constraint, whether its current and superseded notes reached the agent whole
+    (:func:`cvb_engine.memory_notes.delivery_of`, over every rules file)."""
+    per: dict[str, dict[str, bool | None]] = {
+        cid: {"delivered": False, "superseded_delivered": None} for cid in constraint_ids
+    }
+    for (_path, text, lines), result in zip(planned, cuts, strict=True):
+        for (note, _line), got in zip(lines, delivered(_spans(text, lines), result), strict=True):
+            if note.constraint_id is None or note.constraint_id not in per:
+                continue
+            key = "delivered" if note.kind == NoteKind.CURRENT else "superseded_delivered"
+            per[note.constraint_id][key] = got
+    return per

@@ -13,6 +13,12 @@ scored by the scenario's checks. Its parameters:
 ``load``, ``position``, ``stale``
     the incentivized arm's draw: ``load`` pool distractors, the constraints at
     ``position`` among them, the decisions they replaced beside them or instead.
+``budget``
+    bytes of the rules files delivered (README: Agent arm): the files, in reading
+    order, share the budget and are written into the workspace cut at a line
+    boundary with a marker line (:func:`cvb_engine.memory_notes.cut_in_order`), so
+    the tools and a preloaded system message see only what was delivered; the
+    record stores per constraint whether its note was delivered (:func:`memory_of`).
 ``preload``
     also put the root rules file in the system message, as several agent tools do.
 ``steps``
@@ -29,10 +35,11 @@ is given first; the episode itself runs in :mod:`cvb_engine.agent.run`.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cvb_engine.agent.workspace import Rules, build_workspace, task_message
+from cvb_engine.agent.workspace import Rules, Workspace, build_workspace, task_message
 from cvb_engine.arms import ArmContext, Message, register_arm
 from cvb_engine.arms.incentivized import Position
 from cvb_engine.memory_notes import Stale
@@ -53,16 +60,24 @@ class Params(BaseModel):
         None,
         description="the decisions the constraints replaced: beside them (with) or instead (only)",
     )
+    budget: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="bytes of the rules files delivered, shared in reading order (root "
+        "AGENTS.md before the package's, decision records by number, all of README.md); "
+        "each file is cut at a line boundary with a marker, the rest is not in the workspace",
+    )
     preload: bool = Field(False, description="the root rules file also in the system message")
     steps: int = Field(12, ge=1, le=100, description="tool rounds before the final answer")
     command: str | None = Field(None, description="your own agent program, run in the workspace")
     timeout: float = Field(600.0, gt=0, le=7200, description="seconds the command may run")
     env: str | None = Field(None, description="variables passed to the command, a:b:c")
 
-    @field_validator("stale", mode="before")
+    @field_validator("stale", "budget", mode="before")
     @classmethod
     def _none(cls, value: object) -> object:
-        # ``stale=none`` names the default, so a sweep can include it (as incentivized)
+        # ``stale=none`` / ``budget=none`` name the default, so a sweep can include it
         return None if isinstance(value, str) and value.strip().lower() in ("none", "") else value
 
     @field_validator("command", "env")
@@ -96,15 +111,31 @@ class Params(BaseModel):
         return tuple(self.env.split(":")) if self.env else ()
 
 
+def workspace_of(scenario: Scenario, params: Params, context: ArmContext) -> Workspace:
+    """The workspace a cell of this variant starts in (every file as delivered)."""
+    pool = context.pool if params.load else ()
+    return build_workspace(
+        scenario, params.rules, params.load, params.position, pool, params.stale, params.budget
+    )
+
+
+def memory_of(scenario: Scenario, params: Params, context: ArmContext) -> dict[str, Any] | None:
+    """What a record of this variant stores about its memory (``Record.memory_json``), in the
+    incentivized arm's shape (``arm: "agent"``, ``channel``: the ``rules`` value): per
+    constraint whether its current note reached the agent whole (``delivered``) and its
+    superseded note (``superseded_delivered``). None without ``stale`` or ``budget`` (such
+    records stay as they were: every note delivered)."""
+    if params.stale is None and params.budget is None:
+        return None
+    return workspace_of(scenario, params, context).delivery
+
+
 def agent_messages(scenario: Scenario, params: Params, context: ArmContext) -> list[Message]:
     """The episode's first messages: system (the root rules file in it with ``preload``)
     and the task; a command gets the task alone, on stdin."""
     from cvb_engine.agent.episode import system_message
 
-    pool = context.pool if params.load else ()
-    workspace = build_workspace(
-        scenario, params.rules, params.load, params.position, pool, params.stale
-    )
+    workspace = workspace_of(scenario, params, context)
     task = task_message(scenario, workspace.targets)
     if params.command:
         return [{"role": "user", "content": task}]
@@ -126,6 +157,7 @@ def agent_messages(scenario: Scenario, params: Params, context: ArmContext) -> l
     "run_tests for at most `steps` rounds (or your own agent program runs, command=...), and "
     "the file it writes is scored.",
     uses_pool=lambda p: p.load > 0,
+    memory_of=memory_of,
 )
 def agent(scenario: Scenario, params: Params, context: ArmContext) -> list[Message]:
     return agent_messages(scenario, params, context)

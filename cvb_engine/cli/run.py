@@ -72,7 +72,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         "load=0,10,50,200 position=start,end channel=inline,system; stale=none,with,only "
         "(the superseded decisions beside or instead of the constraints), budget=none,2000,8000 "
         "(bytes of memory delivered; not for channel=history), turns=0,2,8 (history channel); "
-        "arm=incentivized,memory sweeps those kinds (a memory layer's load curve beside the "
+        "arm=incentivized,memory,agent sweeps those kinds (a memory layer's or the agent's curve beside the "
         "prompt's)",
     )
     p.add_argument("--runs", action=_Given, type=int, default=D.runs, help="repetitions per cell")
