@@ -51,7 +51,6 @@ _MARK = "@@cvb-run-tests@@"
 MAX_SUMMARY_CHARS = 4_000
 
 
-@functools.lru_cache(maxsize=1024)
 def agent_arms_problem(arms: Sequence[str]) -> str | None:
     """Why a run with ``arms`` cannot start (an ``agent@command`` arm and no working bwrap:
     no fallback), or None."""

@@ -286,7 +286,7 @@ class BenchmarkRun:
         self.sandbox_name = self.sandbox_backend()
         from cvb_engine.agent.run import agent_arms_problem  # agent@command needs bwrap
 
-        if problem := agent_arms_problem(tuple(self.arms)):
+        if problem := agent_arms_problem(self.arms):
             raise RunError(problem)
         key = read_key_or_fail(self.endpoint)
         # Started first: the recorder imports its modules while the catalog is probed.
