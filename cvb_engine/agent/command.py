@@ -127,9 +127,9 @@ def _tmp_roots() -> list[str]:
     )
 
 
-def _command_line(command: str, cwd: Path) -> tuple[str, list[str]]:
+def command_line(command: str, cwd: Path) -> tuple[str, list[str]]:
     """``command`` with its program made absolute from ``cwd`` when it is a relative path
-    (``./my-agent.sh``), and the program's folder when it lives under /tmp (bound
+    (``./my-agent.sh``), and the folders of the paths it names under /tmp (bound
     read-only, since the program sees a private /tmp)."""
     try:
         words = shlex.split(command)
@@ -141,8 +141,14 @@ def _command_line(command: str, cwd: Path) -> tuple[str, list[str]]:
         program = os.path.normpath(os.path.join(cwd, words[0]))
         text = shlex.quote(program) + text[len(words[0]) :]
         words[0] = program
-    if words and os.path.isabs(words[0]) and os.path.realpath(words[0]).startswith("/tmp/"):
-        extra.append(os.path.dirname(os.path.realpath(words[0])))
+    # Every existing absolute path the line names under /tmp (the program, and a script
+    # an interpreter is given: ``python /tmp/x/agent.py``) is shown again, read-only.
+    for word in words:
+        real = os.path.realpath(word) if os.path.isabs(word) else ""
+        if real.startswith("/tmp/") and os.path.exists(real):
+            folder = real if os.path.isdir(real) else os.path.dirname(real)
+            if folder not in extra:
+                extra.append(folder)
     return text, extra
 
 
@@ -211,7 +217,7 @@ async def run_command(
     problem = bwrap_problem()
     if exe is None or problem is not None:
         raise CommandError(problem or "bwrap is not installed")
-    line, extra = _command_line(command, cwd or Path.cwd())
+    line, extra = command_line(command, cwd or Path.cwd())
     argv = _argv(exe, workspace, home, ["/bin/sh", "-c", line])
     at = argv.index("--bind")
     for folder in extra:

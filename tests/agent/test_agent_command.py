@@ -165,3 +165,17 @@ def test_the_readme_wrapper_runs_as_documented(tmp_path: Path, scenarios: Path) 
     rec = recs["agent@command=./my-agent.py"]
     assert rec["status"] == "ok" and bool(rec["strict"])
     assert rec["trace"].command.stdout.startswith("read ") and rec["trace"].command.exit_code == 0
+
+
+def test_paths_the_command_names_under_tmp_are_shown_read_only(tmp_path: Path) -> None:
+    """``python /tmp/x/agent.py``: the script, not only the program, lives under the
+    private /tmp the agent sees, so its folder is bound again (a checkout under /tmp)."""
+    from cvb_engine.agent.command import command_line
+
+    script = tmp_path / "tools" / "agent.py"
+    script.parent.mkdir()
+    script.write_text("print('hi')\n")
+    line, extra = command_line(f"{sys.executable} {script} reader", tmp_path)
+    assert line.endswith(f"{script} reader")
+    assert str(tmp_path.resolve()).startswith("/tmp/")  # pytest's tmp_path, under /tmp here
+    assert extra == [str(script.parent.resolve())]
