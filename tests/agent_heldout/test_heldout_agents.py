@@ -4,7 +4,6 @@ agent does (which files it opens, which rules it sees in its messages), never fr
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -56,8 +55,10 @@ def _params(arm: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in rest.split(",") if kv)
 
 
-def _snapshot(folder: Path) -> dict[str, str]:
-    out = {}
+def _snapshot(folder: Path) -> dict[str, object]:
+    """Every file under ``folder`` by size and modification time (the checkout's .venv
+    included: hostile code plants files there), read once per call."""
+    out: dict[str, object] = {}
     for p in sorted(folder.rglob("*")):
         if (
             ".git" in p.parts
@@ -67,7 +68,8 @@ def _snapshot(folder: Path) -> dict[str, str]:
         ):
             continue
         if p.is_file() and not p.is_symlink():
-            out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
+            st = p.stat()
+            out[str(p.relative_to(folder))] = (st.st_size, st.st_mtime_ns)
     return out
 
 
@@ -120,6 +122,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         env=env, cwd=tmp, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     server.shutdown()
+    after_repo = _snapshot(ROOT)
     return {
         "done": done,
         "report": report,
@@ -127,9 +130,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "md": (tmp / "r.md").read_text() if (tmp / "r.md").exists() else "",
         "html": (tmp / "r.html").read_text() if (tmp / "r.html").exists() else "",
         "repo_changed": {
-            k
-            for k in set(before_repo) | set(_snapshot(ROOT))
-            if before_repo.get(k) != _snapshot(ROOT).get(k)
+            k for k in set(before_repo) | set(after_repo) if before_repo.get(k) != after_repo.get(k)
         },
         "sentinel_same": _snapshot(sentinel) == before_sentinel,
         "escaped": [p for p in (tmp.parent, Path("/tmp")) if (p / "escaped.py").exists()],
