@@ -42,8 +42,7 @@ import json
 import math
 import os
 import tempfile
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -579,6 +578,41 @@ def _layer_arm(kind: str) -> Any:
     return or_(col(Record.arm) == kind, col(Record.arm).startswith(kind + "@"))
 
 
+def _pages(
+    session: Session, columns: Sequence[Any], where: Sequence[Any], batch: int
+) -> Iterator[Sequence[Any]]:
+    """Rows of ``columns`` (the first is ``Record.id``) matching ``where``, in chunks of
+    ``batch`` ordered by id (keyset paging: traces can be large, so never all at once)."""
+    last = 0
+    while True:
+        chunk = session.execute(
+            sa_select(*columns)
+            .where(*where, col(Record.id) > last)
+            .order_by(col(Record.id))
+            .limit(batch)
+        ).all()
+        if not chunk:
+            return
+        yield chunk
+        last = int(chunk[-1][0])
+
+
+def _honored(session: Session, record_ids: list[int]) -> dict[int, dict[str, bool]]:
+    """Each record's verdict per constraint, in the order the results were written."""
+    honored: dict[int, dict[str, bool]] = {rid: {} for rid in record_ids}
+    for rid, cid, ok in session.execute(
+        sa_select(
+            col(ConstraintResult.record_id),
+            col(ConstraintResult.constraint_id),
+            col(ConstraintResult.honored),
+        )
+        .where(col(ConstraintResult.record_id).in_(record_ids))
+        .order_by(col(ConstraintResult.id))
+    ):
+        honored[int(rid)][str(cid)] = bool(ok)
+    return honored
+
+
 def db_memory_rows(session: Session, run_ids: Iterable[str], batch: int = 500) -> list[RecordRow]:
     """The records :func:`cvb_engine.metrics.summarize` reads memory traces from: every record
     of a ``memory-tool`` variant (its tool-use figures), and of each other memory-layer arm
@@ -603,18 +637,9 @@ def db_memory_rows(session: Session, run_ids: Iterable[str], batch: int = 500) -
         return RecordRow(model, sid, cat, arm, status, strict, error_kind=kind, memory=memory)
 
     out: list[RecordRow] = []
-    last = 0
-    while True:  # in batches: traces hold the layer's answers, some large
-        chunk = session.execute(
-            sa_select(*columns)
-            .where(col(Record.run_id).in_(ids), _layer_arm("memory-tool"), col(Record.id) > last)
-            .order_by(col(Record.id))
-            .limit(batch)
-        ).all()
-        if not chunk:
-            break
+    where = (col(Record.run_id).in_(ids), _layer_arm("memory-tool"))
+    for chunk in _pages(session, columns, where, batch):
         out += [row(v) for v in chunk]
-        last = int(chunk[-1][0])
     arms = session.execute(
         sa_select(col(Record.arm))
         .where(
@@ -665,28 +690,9 @@ def db_agent_rows(
         col(Record.agent_json),
         col(Record.memory_json),
     )
-    last = 0
-    while True:
-        chunk = session.execute(
-            sa_select(*columns)
-            .where(col(Record.run_id).in_(ids), _layer_arm("agent"), col(Record.id) > last)
-            .order_by(col(Record.id))
-            .limit(batch)
-        ).all()
-        if not chunk:
-            return
-        record_ids = [int(v[0]) for v in chunk]
-        honored: dict[int, dict[str, bool]] = {rid: {} for rid in record_ids}
-        for rid, cid, ok in session.execute(
-            sa_select(
-                col(ConstraintResult.record_id),
-                col(ConstraintResult.constraint_id),
-                col(ConstraintResult.honored),
-            )
-            .where(col(ConstraintResult.record_id).in_(record_ids))
-            .order_by(col(ConstraintResult.id))
-        ):
-            honored[int(rid)][str(cid)] = bool(ok)
+    where = (col(Record.run_id).in_(ids), _layer_arm("agent"))
+    for chunk in _pages(session, columns, where, batch):
+        honored = _honored(session, [int(v[0]) for v in chunk])
         for rid, model, sid, cat, arm, status, strict, outcome, kind, agent, memory in chunk:
             yield RecordRow(
                 model,
@@ -701,7 +707,6 @@ def db_agent_rows(
                 memory=memory,
                 agent=agent,
             )
-        last = record_ids[-1]
 
 
 def db_delivery_rows(
@@ -713,48 +718,29 @@ def db_delivery_rows(
     ids = list(run_ids)
     if not ids:
         return []
+    columns = (
+        col(Record.id),
+        col(Record.model),
+        col(Record.scenario_id),
+        col(Record.category),
+        col(Record.arm),
+        col(Record.status),
+        col(Record.strict),
+        col(Record.memory_json),
+    )
+    where = (
+        col(Record.run_id).in_(ids),
+        col(Record.arm).startswith("incentivized@"),
+        col(Record.memory_json).is_not(None),
+        col(Record.status) == RecordStatus.OK,
+    )
     out: list[RecordRow] = []
-    last = 0
-    while True:
-        chunk = session.execute(
-            sa_select(
-                col(Record.id),
-                col(Record.model),
-                col(Record.scenario_id),
-                col(Record.category),
-                col(Record.arm),
-                col(Record.status),
-                col(Record.strict),
-                col(Record.memory_json),
-            )
-            .where(
-                col(Record.run_id).in_(ids),
-                col(Record.arm).startswith("incentivized@"),
-                col(Record.memory_json).is_not(None),
-                col(Record.status) == RecordStatus.OK,
-                col(Record.id) > last,
-            )
-            .order_by(col(Record.id))
-            .limit(batch)
-        ).all()
-        if not chunk:
-            break
-        honored: dict[int, dict[str, bool]] = defaultdict(dict)
-        for rid, cid, ok in session.execute(
-            sa_select(
-                col(ConstraintResult.record_id),
-                col(ConstraintResult.constraint_id),
-                col(ConstraintResult.honored),
-            ).where(col(ConstraintResult.record_id).in_([int(v[0]) for v in chunk]))
-        ).all():
-            honored[int(rid)][cid] = bool(ok)
+    for chunk in _pages(session, columns, where, batch):
+        honored = _honored(session, [int(v[0]) for v in chunk])
         for rid, model, sid, cat, arm, status, strict, memory in chunk:
             out.append(
-                RecordRow(
-                    model, sid, cat, arm, status, strict, honored.get(int(rid), {}), memory=memory
-                )
+                RecordRow(model, sid, cat, arm, status, strict, honored[int(rid)], memory=memory)
             )
-        last = int(chunk[-1][0])
     return out
 
 
