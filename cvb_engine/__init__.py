@@ -53,7 +53,7 @@ if TYPE_CHECKING:
         pair_runs,
         verdicts,
     )
-    from cvb_engine.cost import COST_HEADER, COST_NOTE, CostRow, cost_table, run_costs, total_cost
+    from cvb_engine.cost import COST_NOTE, CostRow, run_costs, total_cost
     from cvb_engine.endpoints import (
         MODEL_PREFERENCE,
         Endpoint,
@@ -159,6 +159,7 @@ if TYPE_CHECKING:
         split_span,
     )
     from cvb_engine.reference import PublishedCVB, PublishedIVR, Reference, load_reference
+    from cvb_engine.report.cost_table import COST_HEADER, cost_table
     from cvb_engine.report.export import records_csv
     from cvb_engine.report.fmt import arm_title, fmt_gap, has_layer_arms
     from cvb_engine.report.html import html_report
@@ -237,9 +238,9 @@ _WHERE: dict[str, str] = {
     "pair_models": "cvb_engine.compare",
     "pair_runs": "cvb_engine.compare",
     "verdicts": "cvb_engine.compare",
-    "COST_HEADER": "cvb_engine.cost",
+    "COST_HEADER": "cvb_engine.report.cost_table",
     "COST_NOTE": "cvb_engine.cost",
-    "cost_table": "cvb_engine.cost",
+    "cost_table": "cvb_engine.report.cost_table",
     "run_costs": "cvb_engine.cost",
     "total_cost": "cvb_engine.cost",
     "library_root": "cvb_engine.library:scenarios_root",

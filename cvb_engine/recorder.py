@@ -40,6 +40,7 @@ How it works:
 from __future__ import annotations
 
 import collections
+import gc
 import os
 import pickle
 import queue
@@ -543,6 +544,13 @@ def main() -> int:
     # answer has arrived.
     import cvb_engine.results
     import cvb_engine.scoring  # noqa: F401
+    from cvb_engine.checks.base import registry
+
+    registry()  # every check kind's module too (the first score would import them)
+    # What is imported lives as long as this process: kept out of the collector's full
+    # passes (the first one, due soon after the imports, would otherwise walk every
+    # module's objects while the first answer waits for its score).
+    gc.freeze()
 
     setup, *frames.ready = frames.take(timeout=None) or [None]
     if not isinstance(setup, Setup):

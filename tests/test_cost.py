@@ -14,9 +14,7 @@ from cvb_engine.cost import (
     BUILTIN_PRICES,
     Price,
     PriceError,
-    cost_markdown,
     cost_rows,
-    cost_table,
     estimate_tokens,
     format_cost,
     price_table,
@@ -26,6 +24,7 @@ from cvb_engine.cost import (
     run_costs,
     total_cost,
 )
+from cvb_engine.report.cost_table import cost_markdown, cost_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_openai import FakeOpenAI

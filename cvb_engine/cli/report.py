@@ -146,8 +146,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(terminal_text(text))
         return 0
     from cvb_engine.compare import flakiness, flakiness_markdown, flakiness_table, verdicts
-    from cvb_engine.cost import cost_markdown, cost_table, run_costs
+    from cvb_engine.cost import run_costs
     from cvb_engine.metrics import ivr, summarize_rows
+    from cvb_engine.report.cost_table import cost_markdown, cost_table
     from cvb_engine.report.export import records_csv
     from cvb_engine.report.markdown_report import ivr_markdown, markdown
     from cvb_engine.report.notes import ReportNotes, sandbox_label

@@ -330,15 +330,18 @@ class BenchmarkRun:
                 joined = True
             except ClaimError as exc:
                 raise RunError(str(exc)) from None
-            recorder.begin(
-                Setup(
-                    url=url,
-                    run_id=run_id,
-                    library=self.library,
-                    stored=stored,
-                    worker=self.worker,
+            try:
+                recorder.begin(
+                    Setup(
+                        url=url,
+                        run_id=run_id,
+                        library=self.library,
+                        stored=stored,
+                        worker=self.worker,
+                    )
                 )
-            )
+            except RecorderError as exc:
+                raise RunError(f"storing results failed: {exc}") from exc
             self.cells.start()
             await self._send(todo, matrix, key, recorder, progress)
             sent = RunStatus.CANCELLED if self.cells.cancelled else RunStatus.FINISHED

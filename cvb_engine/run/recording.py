@@ -203,8 +203,11 @@ class Recorder(asyncio.SubprocessProtocol):
                 self._finished = True
 
     def connection_lost(self, exc: Exception | None) -> None:
-        # The process has exited and everything it wrote has been read.
-        if self._begun and not self._finished:
+        # The process has exited and everything it wrote has been read. Unless it was
+        # stopped before it was told about a run, or said it was done, that is a failure:
+        # also before ``begin`` (it died while importing), or the run would wait for
+        # acknowledgements that never come.
+        if not self._finished and (self._begun or not self._stopped):
             assert self._process is not None
             code = self._process.get_returncode()
             how = (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cvb_engine.run.recording import Recorder
+from cvb_engine.run.recording import Recorder, RecorderError, Setup
 from cvb_engine.scenario import ScenarioError, load_library
 
 
@@ -132,3 +132,75 @@ def test_a_run_that_cannot_start_leaves_no_recorder(tmp_path: Path, valid_text: 
     assert done.returncode == 2, done.stderr
     assert "unknown scenario id(s): nope" in done.stderr
     assert _with_environ(mark) == []
+
+
+def _dying_python(tmp_path: Path) -> str:
+    """An interpreter stand-in that dies at once, as a recorder whose imports fail does."""
+    fake = tmp_path / "python-that-dies"
+    fake.write_text("#!/bin/sh\necho 'recorder: cannot start' >&2\nexit 3\n", encoding="utf-8")
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_a_recorder_that_dies_before_its_run_is_a_failure_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started early, the recorder may die before the run is bound (a broken install, an
+    import error): telling it about the run must then fail with the reason, not leave
+    the first worker waiting for an acknowledgement forever."""
+    monkeypatch.setattr(sys, "executable", _dying_python(tmp_path))
+
+    async def scenario() -> str:
+        recorder = await Recorder.spawn()
+        monkeypatch.undo()
+        for _ in range(200):  # its end is noticed by the event loop
+            if recorder.failure is not None:
+                break
+            await asyncio.sleep(0.05)
+        with pytest.raises(RecorderError) as raised:
+            recorder.begin(_setup())
+        await asyncio.wait_for(recorder.close(), 30)
+        return str(raised.value)
+
+    message = asyncio.run(scenario())
+    assert "exited with status 3" in message
+
+
+def test_a_run_given_a_dead_recorder_stops_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, valid_text: str
+) -> None:
+    from fake_openai import FakeOpenAI  # the test server: a real HTTP endpoint
+
+    from cvb_engine.run.errors import RunError
+    from cvb_engine.run.execute import BenchmarkRun
+    from cvb_engine.run_options import RunOptions
+
+    root = tmp_path / "scenarios"
+    _write(root, "library-choice", "alpha", _with_id(valid_text, "alpha"))
+    monkeypatch.setenv("CVB_TEST_KEY", "sk-x")
+    with FakeOpenAI(["m"]) as server:
+        url = server.base_url
+        options = RunOptions(
+            scenarios=str(root),
+            models=["m"],
+            base_url=url,
+            api_key_env="CVB_TEST_KEY",
+            arms=["cold"],
+            runs=1,
+            db=f"sqlite:///{tmp_path / 'cvb.db'}",
+            run_id="dead",
+        )
+
+        async def scenario() -> None:
+            monkeypatch.setattr(sys, "executable", _dying_python(tmp_path))
+            recorder = await Recorder.spawn()
+            monkeypatch.undo()
+            monkeypatch.setenv("CVB_TEST_KEY", "sk-x")
+            await asyncio.wait_for(BenchmarkRun(options).execute(recorder=recorder), 60)
+
+        with pytest.raises(RunError, match=r"storing results failed: .*exited with status 3"):
+            asyncio.run(scenario())
+
+
+def _setup() -> Setup:
+    return Setup(url="sqlite://", run_id="r", library={}, stored={})
