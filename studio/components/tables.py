@@ -67,11 +67,19 @@ def draw_table(table: Table, *, key: str | None = None, height: int | None = Non
 
 
 def static_frame(table: Table) -> pd.DataFrame:
-    """A small table for ``st.table``, indexed by its first column: ``st.table`` renders its
-    headings and cells as Markdown, so each goes through :func:`plain` (shown as written)."""
+    """A small table for ``st.table``, indexed by its first column. ``st.table`` renders its
+    headings and cells as Markdown: text from outside (the columns and headings the table
+    says are) goes through :func:`plain`, as the Markdown report writes it; cvb's own
+    figures and labels are written as they are."""
     frame = pd.DataFrame(
-        [[plain(cell.text) for cell in row] for row in table.rows],
-        columns=[plain(name) for name in table.header],
+        [
+            [
+                plain(cell.text) if col.outside else cell.text
+                for col, cell in zip(table.columns, row, strict=True)
+            ]
+            for row in table.rows
+        ],
+        columns=[plain(c.name) if c.outside_name else c.name for c in table.columns],
     )
     return frame.set_index(frame.columns[0])
 
