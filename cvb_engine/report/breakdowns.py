@@ -18,6 +18,7 @@ from cvb_engine.queries import (
     Aggregates,
     CellRecord,
     Comparison,
+    ConstraintRow,
     constraint_rows,
     only_when_ordered,
     scenario_rows,
@@ -38,6 +39,10 @@ _SEED = (SeedArm.MANDATED.value, SeedArm.INCENTIVIZED.value)
 def _chosen(agg: Aggregates, arms: Sequence[str] | None) -> list[str]:
     # the arms filter keeps the summary's order; none chosen is every arm
     return [a for a in agg.summary.arms if not arms or a in arms]
+
+
+def _constraint_lead(row: ConstraintRow) -> tuple[Cell, ...]:
+    return Cell(row.model), Cell(row.scenario_id), Cell(row.constraint_id), Cell(row.category)
 
 
 def _difference(value: float | None, tone: str | None = None) -> Cell:
@@ -95,10 +100,7 @@ def ordered_table(
     )
     cells = tuple(
         (
-            Cell(r.model),
-            Cell(r.scenario_id),
-            Cell(r.constraint_id),
-            Cell(r.category),
+            *_constraint_lead(r),
             *(rate_cell(r.rates.get(a), a) for a in _SEED),
             _difference(r.gap, GAP),
         )
@@ -130,10 +132,7 @@ def every_constraint_table(
     columns = (*_CONSTRAINT, *arm_columns(agg.summary, shown, "honored share"))
     cells = tuple(
         (
-            Cell(r.model),
-            Cell(r.scenario_id),
-            Cell(r.constraint_id),
-            Cell(r.category),
+            *_constraint_lead(r),
             *(rate_cell(r.rates.get(a), a) for a in shown),
         )
         for r in rows

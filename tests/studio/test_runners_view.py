@@ -4,37 +4,13 @@ tables themselves are the engine's (tests/test_report_live.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from markdown_support import HOSTILE, assert_inert, shown
+from test_report_live import state
 
-from cvb_engine.claims import RunnerState
 from cvb_engine.metrics import Rate
 from cvb_engine.monitor import ArmAccuracy
 from cvb_engine.report.live import live_accuracy_table, runner_table
 from studio.components.tables import static_frame
-
-
-def state(**over: object) -> RunnerState:
-    now = datetime.now(UTC)
-    base: dict[str, object] = {
-        "worker": "lab-2",
-        "host": "lab-2.example",
-        "pid": 4242,
-        "api_key_env": "GROQ_TEAM_B_API_KEY",
-        "status": "running",
-        "state": "live",
-        "started": now,
-        "heartbeat": now,
-        "heartbeat_age_s": 3.4,
-        "lease_s": 60.0,
-        "cells_done": 12,
-        "cells_failed": 1,
-        "held": 4,
-        "per_min": 18.25,
-    }
-    base.update(over)
-    return RunnerState(**base)  # type: ignore[arg-type]
 
 
 def test_runners_are_indexed_by_name_and_read_as_written() -> None:
