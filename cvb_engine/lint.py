@@ -65,7 +65,7 @@ from pydantic import BaseModel
 
 from cvb_engine.arms import DEFAULT_POOL
 from cvb_engine.checks import python_ast, regex_check
-from cvb_engine.checks.base import CheckResult, Subject, get_kind
+from cvb_engine.checks.base import CheckResult, Subject, constraint_executes_code, get_kind
 from cvb_engine.memory_notes import CURRENT_AS_OF, SUPERSEDED_DATE
 from cvb_engine.memory_pool import Pool, PoolError, discover_pools, load_pool
 from cvb_engine.scenario import (
@@ -169,7 +169,7 @@ def sample_budget(scenario: Scenario) -> float:
     executed = sum(
         len(c.samples.violating) + len(c.samples.compliant)
         for c in scenario.constraints
-        if any((k := get_kind(spec.kind)) is not None and k.executes_code for spec in c.checks)
+        if constraint_executes_code(c)
     )
     return min(SAMPLE_TIME_BUDGET_S + EXEC_SAMPLE_BUDGET_S * executed, MAX_SAMPLE_BUDGET_S)
 

@@ -39,21 +39,16 @@ How it works:
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import itertools
 import os
 import pickle
 import queue
 import select
 import signal
-import struct
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import IO, Any
 
 from sqlalchemy import Table, bindparam, insert, update
@@ -65,7 +60,9 @@ from cvb_engine.claims import RELEASE, release_params
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.run.plan import Cell
-from cvb_engine.scenario import LoadedScenario
+from cvb_engine.run.recording import HEADER as _HEADER
+from cvb_engine.run.recording import Finished, Setup
+from cvb_engine.run.recording import frame as _frame
 from cvb_engine.store import (
     CheckOutcome,
     ConstraintResult,
@@ -85,203 +82,6 @@ INLINE_SCORE_CHARS = 16_384
 SCORE_COMMIT_S = 0.5
 SCORE_GATHER_S = 0.1  # how long the scorer waits for more answers to score together
 SCORE_BATCH = 64  # answers scored in one transaction, at most
-
-_HEADER = struct.Struct(">I")
-
-
-@dataclass
-class Finished:
-    """One finished request, on its way to the store."""
-
-    cell: Cell
-    status: str
-    response: str | None
-    error: str | None
-    latency_s: float | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    finish_reason: str | None
-    attempts: int
-    messages_sha256: str
-    reasoning: str | None = None
-    # The reply was longer than --max-response-chars (or the body limit): stored cut.
-    response_cut: bool = False
-    # An error's kind: "api" (the endpoint) or "memory" (a memory layer); None when ok.
-    error_kind: str | None = None
-    # What a memory layer gave the cell (the memory trace, cvb_engine.memory_run), if any.
-    memory_json: str | None = None
-    # The agent episode's trace (the agent arm, cvb_engine.agent.trace), JSON; its files
-    # are what is scored, not the reply.
-    agent_json: str | None = None
-    # The tool calls the reply asked for (memory-tool; read by the runner, not stored).
-    tool_calls: tuple[Any, ...] = ()
-
-
-@dataclass(frozen=True)
-class Setup:
-    """The run the recorder records (the first frame)."""
-
-    url: str
-    run_id: str
-    library: dict[str, LoadedScenario]
-    # Cells that already have a (error) record, by record id; any other cell is new.
-    stored: dict[Cell, int]
-    # The runner's name (``--worker``): kept on every record it stores, and its claims on
-    # the cells it stores are deleted in the same transaction (cvb_engine.claims).
-    worker: str | None = None
-
-
-class RecorderError(RuntimeError):
-    """The recorder could not store results (the message says why)."""
-
-
-def _frame(obj: object) -> bytes:
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEADER.pack(len(payload)) + payload
-
-
-# --------------------------------------------------------------------------- runner side
-
-
-class Recorder(asyncio.SubprocessProtocol):
-    """The runner's handle on its recorder process.
-
-    An asyncio subprocess protocol: acknowledgements are handled in the very
-    callback that reads them off the pipe, and the waiting worker resumes on
-    the next turn of the event loop (a stream reader task would add a turn,
-    each one as long as the HTTP work of all the other workers).
-    """
-
-    def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._buffer = bytearray()
-        self._tokens = itertools.count()
-        self._pending: dict[int, asyncio.Future[None]] = {}
-        self._begun = False
-        self._stopped = False
-        self._finished = False  # the recorder said it is done
-        self._gone: asyncio.Future[None] = self._loop.create_future()
-        self._process: asyncio.SubprocessTransport | None = None
-        self._stdin: asyncio.WriteTransport | None = None
-        self.pid: int | None = None
-        self.failure: RecorderError | None = None
-        self.scored = 0
-
-    @classmethod
-    async def spawn(cls, *, hide: Iterable[str] = ()) -> Recorder:
-        """Start the process; it imports its modules while the runner gets ready.
-
-        Args:
-            hide: environment variables the recorder does not need to see (the
-                API key's): it stores answers, it sends nothing.
-        """
-        hidden = set(hide)
-        _, recorder = await asyncio.get_running_loop().subprocess_exec(
-            cls,
-            sys.executable,
-            "-m",
-            "cvb_engine.recorder",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=None,
-            env={k: v for k, v in os.environ.items() if k not in hidden},
-            # Its own session: a Ctrl-C on the terminal (SIGINT to the foreground
-            # process group) reaches the runner, which then stops the recorder in
-            # order; it would otherwise kill it, even while it still imports.
-            start_new_session=True,
-        )
-        return recorder
-
-    def begin(self, setup: Setup) -> None:
-        """Tell the recorder which run it records."""
-        self._begun = True
-        self._send(setup)
-
-    async def commit(self, item: Finished) -> None:
-        """Hand ``item`` over and return once it is committed.
-
-        Raises:
-            RecorderError: the recorder failed or is gone.
-        """
-        token = next(self._tokens)
-        self._send((token, item))
-        done = self._loop.create_future()
-        self._pending[token] = done
-        await done
-
-    async def close(self) -> None:
-        """Stop the recorder once it has committed and scored everything, and reap it.
-
-        A recorder that was never told about a run just exits. Does not raise;
-        a failure is left in :attr:`failure`.
-        """
-        if not self._stopped and self._stdin is not None:
-            self._stopped = True
-            if self._begun and self.failure is None:
-                self._send(None)
-            self._stdin.close()
-        await self._gone
-
-    def _send(self, obj: object) -> None:
-        if self.failure is not None:
-            raise self.failure
-        assert self._stdin is not None
-        self._stdin.write(_frame(obj))
-
-    # ---- asyncio.SubprocessProtocol
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.SubprocessTransport)
-        self._process = transport
-        self.pid = transport.get_pid()
-        stdin = transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
-        self._stdin = stdin
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        buffer = self._buffer
-        buffer += data
-        while len(buffer) >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(buffer)
-            end = _HEADER.size + size
-            if len(buffer) < end:
-                break
-            kind, value = pickle.loads(buffer[_HEADER.size : end])
-            del buffer[:end]
-            if kind == "ack":
-                for token in value:
-                    future = self._pending.pop(token, None)
-                    if future is not None and not future.done():
-                        future.set_result(None)
-            elif kind == "error":
-                self._fail(RecorderError(value))
-            elif kind == "done":
-                self.scored = value
-                self._finished = True
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        # The process has exited and everything it wrote has been read.
-        if self._begun and not self._finished:
-            assert self._process is not None
-            code = self._process.get_returncode()
-            how = (
-                f"was killed by signal {-code}"
-                if code is not None and code < 0
-                else f"exited with status {code}"
-            )
-            self._fail(RecorderError(f"the recorder process (pid {self.pid}) {how}"))
-        if self._process is not None:
-            self._process.close()
-        if not self._gone.done():
-            self._gone.set_result(None)
-
-    def _fail(self, error: RecorderError) -> None:
-        if self.failure is None:
-            self.failure = error
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(self.failure)
-        self._pending.clear()
 
 
 # --------------------------------------------------------------------------- the process
@@ -629,6 +429,7 @@ class _Process:
         self.scorer.start()
         self._guard(self._write)
         self.scorer.join()
+        self.store.engine.dispose()  # its connections closed in order, not dropped at exit
         self.out.send("done", self.scored)
         return 0
 
@@ -758,4 +559,10 @@ if __name__ == "__main__":
     # Run the imported module, not __main__: the frames unpickle to its classes.
     from cvb_engine.recorder import main as _main
 
-    sys.exit(_main())
+    code = _main()
+    # Everything is committed and the runner told: the interpreter's teardown (the
+    # store's and the checks' modules, about a tenth of a second) would only keep the
+    # runner waiting for this process to end.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

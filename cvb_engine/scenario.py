@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -740,9 +740,39 @@ def scenario_file(root: str | Path, scenario_id: str) -> Path | None:
     return None
 
 
-def load_library(root: str | Path) -> dict[str, LoadedScenario]:
-    """Load a scenario directory into a dict by id; raises on any problem."""
-    loaded, problems = load_all([root])
+#: A scenario file's top-level ``id:`` line, read without parsing the file.
+_ID_LINE = re.compile(r"""^id:[ \t]*["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?[ \t]*(?:#.*)?$""", re.M)
+
+
+def _may_hold(path: Path, wanted: set[str]) -> bool:
+    """Whether ``path`` may be the file of one of ``wanted``: its ``id:`` line names one,
+    or it has no ``id:`` line this pattern reads (then only parsing can tell)."""
+    try:
+        ids = set(_ID_LINE.findall(path.read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        return True  # loading it says what is wrong
+    return not ids or not ids.isdisjoint(wanted)
+
+
+def load_library(
+    root: str | Path, only: Collection[str] | None = None
+) -> dict[str, LoadedScenario]:
+    """Load a scenario directory into a dict by id; raises on any problem.
+
+    With ``only``, just the files that may hold those ids are parsed (a file whose
+    top-level ``id:`` line names another scenario is skipped), so that a run of one
+    scenario does not wait for the whole library, nor stop on a broken file it does
+    not use; when that does not find them all, every file is loaded, as without
+    ``only``. The result may then hold fewer scenarios than the library: pick from it.
+    """
+    paths = discover([root])
+    if only:
+        wanted = set(only)
+        picked = [p for p in paths if _may_hold(p, wanted)]
+        loaded, problems = load_all(picked)
+        if not problems and wanted <= {item.scenario.id for item in loaded}:
+            return {item.scenario.id: item for item in loaded}
+    loaded, problems = load_all(paths)
     if problems:
         raise ScenarioError(problems)
     return {item.scenario.id: item for item in loaded}

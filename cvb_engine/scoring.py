@@ -26,7 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cvb_engine.checks.applies import CONDITIONS, applies
-from cvb_engine.checks.base import CheckKind, CheckResult, Prepared, Sibling, Subject, get_kind
+from cvb_engine.checks.base import (
+    CheckKind,
+    CheckResult,
+    Prepared,
+    Sibling,
+    Subject,
+    get_kind,
+)
+from cvb_engine.checks.base import executes_code as executes_code  # re-exported
 from cvb_engine.extract import Outcome, extract, outcome_from, sanitize, without_files
 from cvb_engine.results_format import CheckEntry, ConstraintEntry
 from cvb_engine.scenario import Constraint, Reads, Scenario
@@ -454,15 +462,3 @@ def score_record(
     if agent_json is not None:
         return score_agent(scenario, agent_json)
     return score_response(scenario, response, finish_reason)
-
-
-def executes_code(scenario: Scenario) -> bool:
-    """Whether scoring ``scenario`` runs model code (stated tests or an executing check),
-    so that a command can refuse before it starts when no sandbox works."""
-    if scenario.stated_tests:
-        return True
-    return any(
-        (kind := get_kind(spec.kind)) is not None and kind.executes_code
-        for constraint in scenario.constraints
-        for spec in constraint.checks
-    )

@@ -31,7 +31,7 @@ from cvb_engine.arms.agent import workspace_of
 from cvb_engine.kinds import ErrorKind, RecordStatus
 from cvb_engine.metrics import is_agent_arm
 from cvb_engine.prompts import Message, messages_sha256
-from cvb_engine.recorder import Finished
+from cvb_engine.run.recording import Finished
 from cvb_engine.scenario import Scenario
 
 __all__ = [

@@ -10,19 +10,20 @@ import argparse
 import asyncio
 import signal
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cvb_engine.arms import join_arm_items
 from cvb_engine.cli import CliError, command
 from cvb_engine.cli.common import add_sandbox_argument
-from cvb_engine.endpoints import LOCAL_CONCURRENCY, LOCAL_TIMEOUT_S
+from cvb_engine.endpoints import LOCAL_CONCURRENCY, LOCAL_TIMEOUT_S, EndpointError, resolve
 from cvb_engine.kinds import RunStatus
-from cvb_engine.run.execute import BenchmarkRun, RunOutcome
-from cvb_engine.run.progress import TerminalProgress
+from cvb_engine.run.recording import Recorder
 from cvb_engine.run_ids import run_id_arg
 from cvb_engine.run_options import DEFAULT_OPTIONS as D
 from cvb_engine.run_options import RunOptions, flag
 from cvb_engine.safe_text import terminal_text
+
+if TYPE_CHECKING:
+    from cvb_engine.run.execute import BenchmarkRun, RunOutcome
 
 
 def _csv(value: str) -> list[str]:
@@ -175,6 +176,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The parsed flags as :class:`RunOptions`: each field from its flag (:func:`flag`)."""
+    from cvb_engine.arms import join_arm_items
+
     values = {
         name: getattr(args, flag(name)[2:].replace("-", "_"))
         for name in RunOptions.model_fields
@@ -198,18 +201,11 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 @command("run", add_run_arguments)
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the benchmark matrix against an OpenAI-compatible endpoint."""
-    from sqlmodel import Session
-
-    from cvb_engine.results import export_results, write_json_atomic
-    from cvb_engine.run.dry_run import print_dry_run
-    from cvb_engine.store import get_engine
-
-    bench = BenchmarkRun(
-        options_from_args(args), on_progress=None if args.quiet else TerminalProgress()
-    )
     if args.dry_run:
-        return print_dry_run(bench)
-    outcome = _run_with_signals(bench)
+        from cvb_engine.run.dry_run import print_dry_run
+
+        return print_dry_run(_bench(args))
+    outcome = _run_with_signals(args)
     p = outcome.progress
 
     def say(line: str) -> None:
@@ -239,6 +235,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"  retry the errors with: cvb run --retry-errors --run-id {outcome.run_id} (same arguments)"
         )
     if args.json:
+        from sqlmodel import Session
+
+        from cvb_engine.results import export_results, write_json_atomic
+        from cvb_engine.store import get_engine
+
         engine = get_engine(args.db)
         with Session(engine) as session:
             write_json_atomic(args.json, export_results(session, outcome.run_id))
@@ -247,7 +248,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if outcome.status == RunStatus.FINISHED else 1
 
 
-def _run_with_signals(bench: BenchmarkRun) -> RunOutcome:
+def _bench(args: argparse.Namespace) -> BenchmarkRun:
+    """The run the flags describe: options checked, scenarios loaded (nothing sent yet)."""
+    from cvb_engine.run.execute import BenchmarkRun
+    from cvb_engine.run.progress import TerminalProgress
+
+    return BenchmarkRun(
+        options_from_args(args), on_progress=None if args.quiet else TerminalProgress()
+    )
+
+
+async def _early_recorder(args: argparse.Namespace) -> Recorder | None:
+    """The recorder process, started before anything heavy is imported: it imports its
+    store and scoring modules on another core while this process imports its HTTP client,
+    loads the scenarios and probes the endpoint. None when the endpoint flags do not
+    resolve (the run then says why, and starts nothing)."""
+    try:
+        key_env = resolve(args.endpoint, args.base_url, args.api_key_env).api_key_env
+    except EndpointError:
+        return None
+    return await Recorder.spawn(hide=[key_env] if key_env else [])
+
+
+def _run_with_signals(args: argparse.Namespace) -> RunOutcome:
     """Run on a fresh event loop; SIGTERM (the studio's cancel) stops it cleanly."""
 
     async def main() -> RunOutcome:
@@ -255,7 +278,12 @@ def _run_with_signals(bench: BenchmarkRun) -> RunOutcome:
         loop = asyncio.get_running_loop()
         if task is not None and threading.current_thread() is threading.main_thread():
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        return await bench.execute()
+        recorder = await _early_recorder(args)
+        try:
+            return await _bench(args).execute(recorder=recorder)
+        finally:
+            if recorder is not None:
+                await recorder.close()  # a recorder never told about a run is stopped
 
     try:
         return asyncio.run(main())

@@ -1,7 +1,7 @@
 """HTTP to the endpoint: one chat completion, retries with backoff, the model catalog.
 
 Every reply is read and validated by :mod:`cvb_engine.replies`; whatever an
-endpoint sends becomes an ok or an error :class:`~cvb_engine.recorder.Finished`,
+endpoint sends becomes an ok or an error :class:`~cvb_engine.run.recording.Finished`,
 never an exception (only a refused key stops the run).
 """
 
@@ -19,7 +19,6 @@ import openai
 from cvb_engine.endpoints import Endpoint, scrub
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message
-from cvb_engine.recorder import Finished
 from cvb_engine.replies import (
     MAX_ERROR_CHARS,
     MAX_RESPONSE_CHARS,
@@ -32,6 +31,7 @@ from cvb_engine.replies import (
     parse_completion,
 )
 from cvb_engine.run.errors import FatalEndpointError, RunError
+from cvb_engine.run.recording import Finished
 
 
 def _retry_after(exc: openai.APIStatusError, cap: float) -> float | None:

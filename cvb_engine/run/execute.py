@@ -35,6 +35,7 @@ from cvb_engine.arms import (
     parse_arm,
     parse_arms,
 )
+from cvb_engine.checks.base import executes_code
 from cvb_engine.claims import CellFeed, ClaimError, RunClaims, runners, worker_name
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
@@ -47,12 +48,12 @@ from cvb_engine.endpoints import (
 )
 from cvb_engine.kinds import RecordStatus, RunStatus
 from cvb_engine.prompts import Message, messages_sha256
-from cvb_engine.recorder import Finished, Recorder, RecorderError, Setup
 from cvb_engine.run.binding import Bound, bind, join_options, stored_cells
 from cvb_engine.run.client import call_with_retries, make_client, probe_catalog, server_text
 from cvb_engine.run.errors import RunError
 from cvb_engine.run.plan import Cell, Matrix, pool_path, select_scenarios
 from cvb_engine.run.progress import Progress
+from cvb_engine.run.recording import Finished, Recorder, RecorderError, Setup
 from cvb_engine.run.status import FinalStatus, final_status, runner_status
 from cvb_engine.run.validate import option_problems
 from cvb_engine.run_options import RunOptions
@@ -105,7 +106,7 @@ class BenchmarkRun:
         if options.join:
             options = self.o = join_options(options)
         try:
-            library = load_library(options.scenarios)
+            library = load_library(options.scenarios, only=options.only)
         except ScenarioError as exc:
             raise RunError(f"scenarios do not load:\n{exc}") from None
         self.library = select_scenarios(library, options.categories, options.only)
@@ -272,8 +273,6 @@ class BenchmarkRun:
         Raises:
             RunError: model code would run and no sandbox works (no silent fallback).
         """
-        from cvb_engine.scoring import executes_code  # scoring itself runs in the recorder
-
         if not any(executes_code(item.scenario) for item in self.library.values()):
             return None
         try:
@@ -281,20 +280,29 @@ class BenchmarkRun:
         except sandbox.SandboxError as exc:
             raise RunError(str(exc)) from None
 
-    async def execute(self) -> RunOutcome:
-        # Before the first request: a run whose answers cannot be judged sends nothing.
-        self.sandbox_name = self.sandbox_backend()
-        from cvb_engine.agent.run import agent_arms_problem  # agent@command needs bwrap
+    async def execute(self, recorder: Recorder | None = None) -> RunOutcome:
+        """Send the run and wait until every answer is committed and scored.
 
-        if problem := agent_arms_problem(self.arms):
-            raise RunError(problem)
-        key = read_key_or_fail(self.endpoint)
-        # Started first: the recorder imports its modules while the catalog is probed.
-        recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
+        Args:
+            recorder: A recorder process already started (``cvb run`` starts one before
+                it imports this module); by default one is started here. Either way it
+                is stopped when the run ends.
+        """
         try:
+            # Before the first request: a run whose answers cannot be judged sends nothing.
+            self.sandbox_name = self.sandbox_backend()
+            from cvb_engine.agent.run import agent_arms_problem  # agent@command needs bwrap
+
+            if problem := agent_arms_problem(self.arms):
+                raise RunError(problem)
+            key = read_key_or_fail(self.endpoint)
+            if recorder is None:
+                # Started first: the recorder imports its modules while the catalog is probed.
+                recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
             return await self._execute(key, recorder)
         finally:
-            await recorder.close()  # a recorder never told about a run just exits
+            if recorder is not None:
+                await recorder.close()  # a recorder never told about a run is stopped
 
     async def _execute(self, key: str, recorder: Recorder) -> RunOutcome:
         models = await self.resolve_models(key)
