@@ -159,10 +159,18 @@ if TYPE_CHECKING:
         split_span,
     )
     from cvb_engine.reference import PublishedCVB, PublishedIVR, Reference, load_reference
+    from cvb_engine.report.breakdowns import (
+        compare_table,
+        episode_read_table,
+        every_constraint_table,
+        ordered_table,
+        scenario_table,
+    )
     from cvb_engine.report.cost_table import COST_HEADER, cost_table
     from cvb_engine.report.export import records_csv
     from cvb_engine.report.fmt import arm_title, fmt_gap, has_layer_arms
     from cvb_engine.report.html import html_report
+    from cvb_engine.report.live import live_accuracy_table, runner_table
     from cvb_engine.report.markdown_report import ivr_markdown
     from cvb_engine.report.markdown_report import markdown as markdown_report
     from cvb_engine.report.memory_realism import budget_curves, turns_curves
@@ -180,6 +188,7 @@ if TYPE_CHECKING:
         category_gap_table,
         category_tables,
         constraint_table,
+        has_gap,
         ivr_constraint_table,
         ivr_excluded,
         ivr_table,
@@ -265,6 +274,14 @@ _WHERE: dict[str, str] = {
     "published_ivr_table": "cvb_engine.report.tables",
     "category_tables": "cvb_engine.report.tables",
     "category_gap_table": "cvb_engine.report.tables",
+    "has_gap": "cvb_engine.report.tables",
+    "scenario_table": "cvb_engine.report.breakdowns",
+    "ordered_table": "cvb_engine.report.breakdowns",
+    "every_constraint_table": "cvb_engine.report.breakdowns",
+    "compare_table": "cvb_engine.report.breakdowns",
+    "episode_read_table": "cvb_engine.report.breakdowns",
+    "live_accuracy_table": "cvb_engine.report.live",
+    "runner_table": "cvb_engine.report.live",
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
     "ARMS": "cvb_engine.scenario",
     "ARM_COLORS": "cvb_engine.report.svg",
@@ -596,6 +613,7 @@ __all__ = [
     "check_scenario_id",
     "compare_groups",
     "compare_summaries",
+    "compare_table",
     "comparison_table",
     "constraint_rows",
     "constraint_table",
@@ -609,6 +627,8 @@ __all__ = [
     "ended_early",
     "endpoint_label",
     "endpoint_problems",
+    "episode_read_table",
+    "every_constraint_table",
     "export_results",
     "extract",
     "extract_code",
@@ -622,6 +642,7 @@ __all__ = [
     "get_engine",
     "get_kind",
     "has_errors",
+    "has_gap",
     "has_layer_arms",
     "host_allowed",
     "html_report",
@@ -649,6 +670,7 @@ __all__ = [
     "lint_text",
     "list_progress",
     "list_runs",
+    "live_accuracy_table",
     "load_file",
     "load_library",
     "load_pool",
@@ -666,6 +688,7 @@ __all__ = [
     "new_run_id",
     "normalise_allowed",
     "only_when_ordered",
+    "ordered_table",
     "outcome_table",
     "pair_models",
     "pair_runs",
@@ -694,11 +717,13 @@ __all__ = [
     "run_id_problem",
     "run_progress",
     "run_runners",
+    "runner_table",
     "save_preset",
     "scenario_file",
     "scenario_files",
     "scenario_id_problem",
     "scenario_rows",
+    "scenario_table",
     "score_code",
     "score_response",
     "session_scope",

@@ -30,7 +30,6 @@ from cvb_engine.agent.trace import read_trace as read_agent_trace
 from cvb_engine.kinds import ErrorKind, RecordStatus, SeedArm
 from cvb_engine.memory_trace import Delivery, Trace, read_delivery, read_trace
 from cvb_engine.metrics import (
-    ARM_ORDER,
     Interval,
     IVRSummary,
     Rate,
@@ -380,7 +379,9 @@ class GapDelta:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Run B against run A, per model: arm accuracy and gap, each with B − A."""
+    """Run B against run A, per model: arm accuracy and gap, each with B − A. ``only_in_a``
+    and ``only_in_b`` name the models of one run; ``arms_only_in_a`` and ``arms_only_in_b``
+    the arms of one run (not compared: there is no B − A to take)."""
 
     run_a: str
     run_b: str
@@ -390,12 +391,15 @@ class Comparison:
     gap_deltas: list[GapDelta]
     only_in_a: list[str] = field(default_factory=list)
     only_in_b: list[str] = field(default_factory=list)
+    arms_only_in_a: list[str] = field(default_factory=list)
+    arms_only_in_b: list[str] = field(default_factory=list)
 
 
 def compare_summaries(run_a: str, a: Summary, run_b: str, b: Summary) -> Comparison:
-    """Per-model deltas between two summaries (B − A); models of either run are listed."""
+    """Per-model deltas between two summaries (B − A) on every arm both runs ran (the seed
+    arms first, then the variants in the matrix's order); models of either run are listed."""
     models = sorted(set(a.models) | set(b.models))
-    arms = [x for x in ARM_ORDER if x in set(a.arms) | set(b.arms)]
+    arms = ordered_arms(set(a.arms) & set(b.arms))
     arm_deltas = [
         ArmDelta(m, arm, a.strict.get((m, arm)), b.strict.get((m, arm)))
         for m in models
@@ -411,6 +415,8 @@ def compare_summaries(run_a: str, a: Summary, run_b: str, b: Summary) -> Compari
         gap_deltas=gap_deltas,
         only_in_a=sorted(set(a.models) - set(b.models)),
         only_in_b=sorted(set(b.models) - set(a.models)),
+        arms_only_in_a=ordered_arms(set(a.arms) - set(b.arms)),
+        arms_only_in_b=ordered_arms(set(b.arms) - set(a.arms)),
     )
 
 

@@ -94,9 +94,9 @@ class Cell:
 class Column:
     """A column: its heading; ``outside``: its cells are text from outside (names);
     ``outside_name``: its heading is (a category, a constraint); ``numeric``: its cells
-    carry a figure the studio shows as a number; ``help``: what it holds; ``key``: what
-    names the column in data (an arm, where the heading adds its layer; default the
-    heading)."""
+    carry a figure the studio shows as a number (``signed``: a difference, shown with its
+    sign); ``help``: what it holds; ``key``: what names the column in data (an arm, where
+    the heading adds its layer; default the heading)."""
 
     name: str
     key: str = ""
@@ -104,6 +104,7 @@ class Column:
     outside_name: bool = False
     numeric: bool = False
     help: str = ""
+    signed: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,12 +133,14 @@ def _text(value: str) -> Cell:
     return Cell(value)
 
 
-def _rate(rate: Rate | None, tone: str | None) -> Cell:
+def rate_cell(rate: Rate | None, tone: str | None) -> Cell:
+    """A rate's cell: its figure, the rate behind it, its counts as small print."""
     value = rate.value if rate is not None else None
     return Cell(fmt_rate(rate), value, rate_detail(rate), tone)
 
 
-def _arm_columns(summary: Summary, arms: Sequence[str], what: str) -> list[Column]:
+def arm_columns(summary: Summary, arms: Sequence[str], what: str) -> list[Column]:
+    """One numeric column per arm, headed with its title (a layer arm with its layer)."""
     return [
         Column(arm_title(summary, a), key=a, outside_name=True, numeric=True, help=f"{what}, {a}")
         for a in arms
@@ -175,7 +178,7 @@ def accuracy_table(summary: Summary) -> Table:
     )
     models, arms, omitted = fit(summary.models, summary.arms, 1 + gap + len(candidates))
     agent_arms = [a for a in candidates if a in arms]
-    columns = [Column("model", outside=True), *_arm_columns(summary, arms, "strict accuracy")]
+    columns = [Column("model", outside=True), *arm_columns(summary, arms, "strict accuracy")]
     if gap:
         columns.append(Column(GAP_HEADING, help=f"{GAP_HELP}, {resamples_text(summary.resamples)}"))
     columns += [
@@ -190,7 +193,7 @@ def accuracy_table(summary: Summary) -> Table:
     ]
     rows = []
     for m in models:
-        cells = [_text(m), *(_rate(summary.strict.get((m, a)), a) for a in arms)]
+        cells = [_text(m), *(rate_cell(summary.strict.get((m, a)), a) for a in arms)]
         gaps = [summary.gap.get(m)] if gap else []
         gaps += [agent_gaps.get((m, a)) for a in agent_arms]
         for g in gaps:
@@ -213,10 +216,10 @@ def constraint_table(summary: Summary) -> Table:
     models, arms, omitted = fit(summary.models, summary.arms)
     columns = (
         Column("model", outside=True),
-        *_arm_columns(summary, arms, "per-constraint accuracy"),
+        *arm_columns(summary, arms, "per-constraint accuracy"),
     )
     rows = tuple(
-        (_text(m), *(_rate(summary.constraint.get((m, a)), a) for a in arms)) for m in models
+        (_text(m), *(rate_cell(summary.constraint.get((m, a)), a) for a in arms)) for m in models
     )
     return Table(
         "constraint",
@@ -275,7 +278,10 @@ def category_tables(summary: Summary) -> list[Table]:
             arm_title(summary, arm),
             columns,
             tuple(
-                (_text(m), *(_rate(summary.by_category.get((m, arm, c)), arm) for c in categories))
+                (
+                    _text(m),
+                    *(rate_cell(summary.by_category.get((m, arm, c)), arm) for c in categories),
+                )
                 for m in models
             ),
             title_outside=True,

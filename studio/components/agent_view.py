@@ -24,8 +24,9 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from cvb_engine import AgentToolCall, AgentTrace, CellRecord, is_agent_arm
+from cvb_engine import AgentToolCall, AgentTrace, CellRecord, episode_read_table, is_agent_arm
 from studio.components.code_view import Mark, code_html
+from studio.components.tables import draw_table
 from studio.components.text import block, plain
 
 #: A result longer than this (characters) starts collapsed.
@@ -59,7 +60,7 @@ def show(record: CellRecord) -> None:
             st.caption("No agent trace is stored for this record.")
             return
         _summary(trace)
-        _read_versus_obeyed(trace, record)
+        _read_versus_obeyed(record)
         if trace.command is not None:
             _command(trace)
         with st.expander(f"Task the agent was given ({len(trace.task):,} characters)"):
@@ -95,30 +96,12 @@ def _summary(trace: AgentTrace) -> None:
     st.caption(f"Ended: {ending} · {wrote} · rules files: {rules}{preload}")
 
 
-def _read_versus_obeyed(trace: AgentTrace, record: CellRecord) -> None:
+def _read_versus_obeyed(record: CellRecord) -> None:
     """Per constraint of the cell: read (opened or found by a search), in the system message
-    (``preload``), obeyed, and where its text lives (a table: text)."""
-    places = {p.constraint_id: p for p in trace.constraints}
-    honored = {c.constraint_id: c.honored for c in record.constraints}
-    ids = list(dict.fromkeys([*honored, *places]))
-    if not ids:
-        return
-    rows = []
-    for cid in ids:
-        place = places.get(cid)
-        rows.append(
-            {
-                "constraint": cid,
-                "read": "✓ read" if trace.read.get(cid, False) else "✗ not read",
-                "in the system message": "✓ preloaded" if cid in trace.preloaded else "–",
-                "obeyed": "–"
-                if cid not in honored
-                else ("✓ honored" if honored[cid] else "✗ violated"),
-                "its text": f"{place.path}:{place.line}" if place is not None else "–",
-            }
-        )
-    # a dataframe shows the ids and paths (from the trace) as text
-    st.dataframe(rows, hide_index=True, width="stretch", key=f"results_agent_read_{record.id}")
+    (``preload``), obeyed, and where its text lives (the ids and paths drawn as text)."""
+    table = episode_read_table(record)
+    if table.rows:
+        draw_table(table, key=f"results_agent_read_{record.id}")
 
 
 def _command(trace: AgentTrace) -> None:

@@ -1,54 +1,33 @@
-"""The Run page's table of a run's runners (studio/components/runners.py)."""
+"""The Run page's small tables drawn whole (studio/components/tables.py ``static_frame``):
+``st.table`` renders Markdown, so every heading and cell is drawn through ``plain``. The
+tables themselves are the engine's (tests/test_report_live.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from markdown_support import HOSTILE, assert_inert, shown
+from test_report_live import state
 
-import pytest
-from markdown_support import HOSTILE, assert_inert
-
-from cvb_engine.claims import RunnerState
-from studio.components.runners import runner_rows
-
-
-def state(**over: object) -> RunnerState:
-    now = datetime.now(UTC)
-    base: dict[str, object] = {
-        "worker": "lab-2",
-        "host": "lab-2.example",
-        "pid": 4242,
-        "api_key_env": "GROQ_TEAM_B_API_KEY",
-        "status": "running",
-        "state": "live",
-        "started": now,
-        "heartbeat": now,
-        "heartbeat_age_s": 3.4,
-        "lease_s": 60.0,
-        "cells_done": 12,
-        "cells_failed": 1,
-        "held": 4,
-        "per_min": 18.25,
-    }
-    base.update(over)
-    return RunnerState(**base)  # type: ignore[arg-type]
+from cvb_engine.metrics import Rate
+from cvb_engine.monitor import ArmAccuracy
+from cvb_engine.report.live import live_accuracy_table, runner_table
+from studio.components.tables import static_frame
 
 
-@pytest.mark.parametrize(
-    ("over", "column", "shown"),
-    [
-        pytest.param({}, "cells/min", "18.2", id="live-rate"),
-        pytest.param({"state": "lapsed", "per_min": None}, "cells/min", "–", id="lapsed-no-rate"),
-        pytest.param({}, "last heartbeat", "3 s ago", id="heartbeat"),
-        pytest.param({}, "stored", "12 (1 errors)", id="stored"),
-        pytest.param({"api_key_env": None}, "key variable", "none", id="no-key"),
-    ],
-)
-def test_runner_rows(over: dict[str, object], column: str, shown: str) -> None:
-    table = runner_rows([state(**over)])
-    assert table.iloc[0][column] == shown
+def test_runners_are_indexed_by_name_and_read_as_written() -> None:
+    frame = static_frame(runner_table([state()]))
+    assert frame.index.name == "runner" and str(frame.index[0]) == "lab-2"
+    assert shown(str(frame.iloc[0]["stored"])) == "12 (1 errors)"
+    assert shown(str(frame.iloc[0]["where"])) == "lab-2.example · pid 4242"
 
 
 def test_runner_names_hosts_and_variables_are_shown_as_text() -> None:
-    table = runner_rows([state(worker=HOSTILE, host=HOSTILE, api_key_env=HOSTILE)])
-    cells = [str(table.index[0]), str(table.iloc[0]["where"]), str(table.iloc[0]["key variable"])]
+    frame = static_frame(runner_table([state(worker=HOSTILE, host=HOSTILE, api_key_env=HOSTILE)]))
+    cells = [str(frame.index[0]), str(frame.iloc[0]["where"]), str(frame.iloc[0]["key variable"])]
     assert_inert(cells)
+
+
+def test_live_accuracy_models_and_arms_are_shown_as_text() -> None:
+    frame = static_frame(live_accuracy_table([ArmAccuracy(HOSTILE, HOSTILE, Rate(2, 3, 0))]))
+    assert frame.index.name == "model"
+    assert_inert([str(frame.index[0]), *map(str, frame.columns)])
+    assert shown(str(frame.iloc[0, 0])) == "67% (2/3)"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from cvb_engine import AGENT_NOTE, agent_tables
+from studio.components.tables import draw_table
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import draw_table
 
 
 def render(ctx: ResultsContext) -> None:

@@ -3,17 +3,25 @@ their shared cells (and two models of one run, paired the same way)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
-from cvb_engine import compare_summaries, fmt_gap
+from cvb_engine import compare_summaries, compare_table
 from studio import cache
 from studio.components import charts
+from studio.components.tables import draw_table
 from studio.components.text import plain
 from studio.views.results import paired
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import chart, counts, value
+from studio.views.results.style import chart
+
+#: The most names a note lists (a memory sweep has dozens of arms).
+NAMES_LISTED = 20
+
+
+def listed(names: list[str]) -> str:
+    """Names from the store as text, the first :data:`NAMES_LISTED` of them."""
+    more = len(names) - NAMES_LISTED
+    return ", ".join(map(plain, names[:NAMES_LISTED])) + (f" and {more:,} more" if more > 0 else "")
 
 
 def render(ctx: ResultsContext) -> None:
@@ -45,50 +53,22 @@ def render(ctx: ResultsContext) -> None:
             sb = cache.aggregates(url, (run_b,), cache.version_of((run_b,))).summary
             comparison = compare_summaries(run_a, sa, run_b, sb)
             chart(charts.comparison_deltas(comparison), "results_fig_compare")
-            drows: list[dict[str, Any]] = []
-            for d in comparison.arm_deltas:
-                drows.append(
-                    {
-                        "model": d.model,
-                        "arm": d.arm,
-                        "A": value(d.a),
-                        "B": value(d.b),
-                        "Δ": d.delta,
-                        "A n": counts(d.a),
-                        "B n": counts(d.b),
-                    }
+            table = compare_table(comparison)
+            draw_table(table)
+            notes = [
+                f"{what} only in {run}: {listed(names)}"
+                for what, run, names in (
+                    ("models", "A", comparison.only_in_a),
+                    ("models", "B", comparison.only_in_b),
+                    ("arms (not compared)", "A", comparison.arms_only_in_a),
+                    ("arms (not compared)", "B", comparison.arms_only_in_b),
                 )
-            for g in comparison.gap_deltas:
-                drows.append(
-                    {
-                        "model": g.model,
-                        "arm": "gap",
-                        "A": g.a.value if g.a else None,
-                        "B": g.b.value if g.b else None,
-                        "Δ": g.delta,
-                        "A n": fmt_gap(g.a),
-                        "B n": fmt_gap(g.b),
-                    }
-                )
-            st.dataframe(
-                drows,
-                hide_index=True,
-                width="stretch",
-                column_config={
-                    "A": st.column_config.NumberColumn(f"A: {run_a}", format="%.3f"),
-                    "B": st.column_config.NumberColumn(f"B: {run_b}", format="%.3f"),
-                    "Δ": st.column_config.NumberColumn("Δ (B − A)", format="%+.3f"),
-                },
-            )
-            notes = []
-            if comparison.only_in_a:
-                notes.append(f"only in A: {', '.join(map(plain, comparison.only_in_a))}")
-            if comparison.only_in_b:
-                notes.append(f"only in B: {', '.join(map(plain, comparison.only_in_b))}")
+                if names
+            ]
             pa, pb = by_id[run_a].prompt_version, by_id[run_b].prompt_version
             notes.append(
                 f"prompt version A {plain(pa)}, B {plain(pb)}" + (" (differ)" if pa != pb else "")
             )
-            st.caption(" · ".join(notes) + ". Gap rows: A n / B n show each gap's 95% CI.")
+            st.caption(" · ".join(notes) + f". {table.note}")
             paired.render_paired_runs(url, run_a, run_b)
     paired.render_paired_models(ctx)

@@ -9,9 +9,10 @@ import streamlit as st
 from cvb_engine import ivr_constraint_table, ivr_excluded, ivr_table, published_ivr_table
 from studio import cache
 from studio.components import charts
+from studio.components.tables import draw_table
 from studio.components.text import INLINE_LIMIT, block
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import chart, draw_table
+from studio.views.results.style import chart
 
 
 def render(ctx: ResultsContext) -> None:

@@ -7,8 +7,9 @@ import streamlit as st
 
 from cvb_engine import MEMORY_NOTE, budget_curves, memory_tables, turns_curves
 from studio.components import charts
+from studio.components.tables import draw_table
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import chart, draw_table
+from studio.views.results.style import chart
 
 
 def render(ctx: ResultsContext) -> None:

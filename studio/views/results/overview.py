@@ -9,10 +9,11 @@ import streamlit as st
 
 from cvb_engine import accuracy_table, constraint_table, outcome_table, published_table
 from studio.components import charts
+from studio.components.tables import draw_table
 from studio.components.text import plain
 from studio.views.results import paired
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import chart, draw_table
+from studio.views.results.style import chart
 
 
 def render(ctx: ResultsContext) -> None:

@@ -13,9 +13,9 @@ from cvb_engine import (
     flips_table,
 )
 from studio import cache
+from studio.components.tables import draw_table
 from studio.components.text import plain
 from studio.views.results.context import ResultsContext
-from studio.views.results.style import draw_table
 
 
 def render_costs(ctx: ResultsContext) -> None:

@@ -1,14 +1,12 @@
-"""What every tab of the Results page shares: the page's CSS, the chart frame, and how a
-rate is written in a table."""
+"""What every tab of the Results page shares: the page's CSS and the chart frame (its
+tables are drawn by :mod:`studio.components.tables`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import streamlit as st
 
-from cvb_engine import Rate, Summary, Table, arm_title
 from studio.components.text import plain
 
 CELL_CACHE: dict[str, Any] = {"max_entries": 64, "ttl": 3600, "show_spinner": False}
@@ -30,75 +28,6 @@ CSS = """<style>
 .cvb-arm{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
 .cvb-code{font-size:12px !important}
 </style>"""
-
-
-def counts(rate: Rate | None) -> str:
-    if rate is None:
-        return "–"
-    memory = f" · {rate.memory_errors} memory failures" if rate.memory_errors else ""
-    return f"{rate.k}/{rate.n} scored · {rate.errors} err{memory}"
-
-
-def value(rate: Rate | None) -> float | None:
-    return None if rate is None else rate.value
-
-
-def rate_columns(summary: Summary, arms: Sequence[str], fmt: str = "%.3f") -> dict[str, Any]:
-    # a memory-layer arm is headed with its layer ("memory (bm25)"); data keys stay the arm
-    return {
-        a: st.column_config.NumberColumn(
-            arm_title(summary, a),
-            format=fmt,
-            help=f"strict accuracy, {plain(arm_title(summary, a))}",
-        )
-        for a in arms
-    }
-
-
-def table_frame(table: Table) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A report table (:mod:`cvb_engine.report.tables`) as dataframe rows and their column
-    configuration: a numeric column shows its figures as numbers, the small print of a
-    column that has some goes to a column of its own beside it (``<heading> n``).
-
-    A heading may be a stored name (a category, an arm): a dataframe draws its headings
-    and cells as text; only a column's help is Markdown, so it goes through :func:`plain`.
-    """
-    config: dict[str, Any] = {}
-    keys: list[tuple[str, str | None]] = []  # (figure column, its small print's column)
-    taken: set[str] = set()
-    for i, col in enumerate(table.columns):
-        key = col.key or col.name
-        key = key if key not in taken else f"{key} ({i + 1})"
-        taken.add(key)
-        label = col.name if col.name != key else None
-        help_text = plain(col.help) if col.help else None
-        if col.numeric:
-            config[key] = st.column_config.NumberColumn(label, format="%.3f", help=help_text)
-        elif help_text or label:
-            config[key] = st.column_config.TextColumn(label, help=help_text)
-        detail = None
-        if any(row[i].detail for row in table.rows):
-            detail = f"{key} n"
-            taken.add(detail)
-        keys.append((key, detail))
-    rows = []
-    for row in table.rows:
-        out: dict[str, Any] = {}
-        for (key, _), col, cell in zip(keys, table.columns, row, strict=True):
-            out[key] = cell.value if col.numeric else cell.text
-        for (_, detail), cell in zip(keys, row, strict=True):
-            if detail is not None:
-                out[detail] = cell.detail or "–"
-        rows.append(out)
-    return rows, config
-
-
-def draw_table(table: Table) -> None:
-    """Draw a report table as a dataframe (its cells as text, never as Markdown)."""
-    rows, config = table_frame(table)
-    st.dataframe(rows, hide_index=True, width="stretch", column_config=config)
-    if table.omitted:
-        st.caption(plain(table.omitted))
 
 
 def downloaded(file_name: str) -> None:

@@ -11,19 +11,18 @@ import streamlit as st
 from sqlmodel import Session
 
 from cvb_engine import (
-    ArmAccuracy,
     CancelAsked,
     FinishedRow,
     Launch,
     LaunchError,
     RunDetail,
-    arm_order,
     cancel_run,
     counted,
     endpoint_label,
     forget_launch,
     format_duration,
     launch_of,
+    live_accuracy_table,
     log_tail,
     resume_run,
     retry_errors,
@@ -31,6 +30,7 @@ from cvb_engine import (
 )
 from studio import state
 from studio.components.runners import runners_table
+from studio.components.tables import draw_static_table
 from studio.components.text import plain
 from studio.views.run.context import RunContext
 
@@ -81,15 +81,6 @@ def control(ctx: RunContext, action: str, run_id: str) -> None:
 
 def dismiss(ctx: RunContext, run_id: str) -> None:
     forget_launch(ctx.logs, run_id)
-
-
-def accuracy_table(rows: list[ArmAccuracy]) -> pd.DataFrame:
-    arms = arm_order({r.arm for r in rows})  # seed arms first, then memory variants
-    table: dict[str, dict[str, str]] = {}
-    for r in rows:
-        cell = "–" if r.rate.value is None else f"{r.rate.value:.0%} ({r.rate.k}/{r.rate.n})"
-        table.setdefault(plain(r.model), {a: "" for a in arms})[r.arm] = cell
-    return pd.DataFrame.from_dict(table, orient="index", columns=arms).rename_axis("model")
 
 
 def latest_line(row: FinishedRow) -> str:
@@ -193,8 +184,9 @@ def run_card(ctx: RunContext, detail: RunDetail, launch: Launch | None, is_start
                 help="Sends again only the cells stored as API errors.",
             )
         if detail.accuracy:
-            st.markdown("**Strict accuracy so far** · share of answers honoring every constraint")
-            st.table(accuracy_table(detail.accuracy))
+            so_far = live_accuracy_table(detail.accuracy)
+            st.markdown(f"**{so_far.title}** · share of answers honoring every constraint")
+            draw_static_table(so_far)
         if detail.latest is not None:
             st.markdown("**Latest answer:** " + latest_line(detail.latest))
         if detail.errors:
