@@ -154,10 +154,23 @@ def cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
+def steady_rate(stamps: list[float]) -> float:
+    """Answers per second between the 10th and the 90th percentile answer: the steady
+    state, without the start (scenarios, probe, binding, the first connections) and
+    without the end (the last requests in flight, the recorder's last scores)."""
+    if len(stamps) < 20:
+        return float("nan")
+    stamps = sorted(stamps)
+    lo, hi = len(stamps) // 10, len(stamps) * 9 // 10
+    return (hi - lo) / (stamps[hi] - stamps[lo]) if stamps[hi] > stamps[lo] else float("nan")
+
+
 # --------------------------------------------------------------------------- phases (children)
 
 
-async def _bare(plan: dict[str, Any], base_url: str, concurrency: int) -> tuple[int, int]:
+async def _bare(
+    plan: dict[str, Any], base_url: str, concurrency: int, stamps: list[float]
+) -> tuple[int, int]:
     import openai
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0, timeout=60.0)
@@ -187,6 +200,7 @@ async def _bare(plan: dict[str, Any], base_url: str, concurrency: int) -> tuple[
             if not resp.choices or not resp.choices[0].message.content:
                 raise RuntimeError(f"unusable reply for {model} {key}")
             done += 1
+            stamps.append(time.perf_counter())
 
     try:
         await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -201,14 +215,16 @@ def phase_bare(args: argparse.Namespace) -> dict[str, Any]:
     plan = json.loads(Path(args.plan).read_text(encoding="utf-8"))
     rss_ready = rss_kb()
     own0, children0 = own_and_children_cpu()
+    stamps: list[float] = []
     t0 = time.perf_counter()
-    done, resent = asyncio.run(_bare(plan, args.base_url, args.concurrency))
+    done, resent = asyncio.run(_bare(plan, args.base_url, args.concurrency, stamps))
     seconds = time.perf_counter() - t0
     own1, children1 = own_and_children_cpu()
     return {
         "requests": done,
         "resent": resent,
         "seconds": seconds,
+        "steady_rps": steady_rate(stamps),
         "cpu_s": own1 - own0 + children1 - children0,
         "child_cpu_s": children1 - children0,
         "rss_ready_kb": rss_ready,
@@ -238,10 +254,16 @@ def phase_pipeline(args: argparse.Namespace) -> dict[str, Any]:
         db=f"sqlite:///{db_file}",
         run_id="bench",
     )
+    stamps: list[float] = []
+
+    def answered(progress: Any, final: bool) -> None:
+        if not final:
+            stamps.append(time.perf_counter())  # this answer is committed
+
     rss_ready = rss_kb()
     own0, children0 = own_and_children_cpu()
     t0 = time.perf_counter()
-    outcome = asyncio.run(BenchmarkRun(options).execute())
+    outcome = asyncio.run(BenchmarkRun(options, on_progress=answered).execute())
     seconds = time.perf_counter() - t0
     own1, children1 = own_and_children_cpu()
     dispose_engines()
@@ -262,6 +284,7 @@ def phase_pipeline(args: argparse.Namespace) -> dict[str, Any]:
         "requests": outcome.progress.ok,
         "resent": int(attempts) - int(stored),
         "seconds": seconds,
+        "steady_rps": steady_rate(stamps),
         "cpu_s": own1 - own0 + children1 - children0,
         "child_cpu_s": children1 - children0,
         "rss_ready_kb": rss_ready,
@@ -492,6 +515,19 @@ def parent(args: argparse.Namespace) -> int:
     print(
         f"throughput ratio pipeline / bare: {pipe / bare:.2f} "
         f"(the pipeline takes {bare / pipe:.2f}× the bare loop's time per request)"
+    )
+    steady = {name: r["steady_rps"] for name, r in results.items()}
+    print(
+        f"steady throughput (10th to 90th percentile answer): bare {steady['bare']:.1f}/s, "
+        f"pipeline {steady['pipeline']:.1f}/s (ratio {steady['pipeline'] / steady['bare']:.2f})"
+    )
+    runner_cpu = {
+        name: 1000 * (r["cpu_s"] - r["child_cpu_s"]) / r["requests"] for name, r in results.items()
+    }
+    print(
+        f"CPU per request of the sending process alone (the recorder's storing and scoring "
+        f"left out): bare {runner_cpu['bare']:.2f} ms, pipeline {runner_cpu['pipeline']:.2f} ms "
+        f"(ratio {runner_cpu['pipeline'] / runner_cpu['bare']:.2f})"
     )
     print(
         f"client CPU per request: bare {cpu['bare']:.2f} ms, pipeline {cpu['pipeline']:.2f} ms "

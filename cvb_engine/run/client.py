@@ -68,19 +68,23 @@ async def call_once(
         BadReply: the reply is not usable (not JSON, no choices, content that
             is not text, no content and no reasoning).
     """
-    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+    }
     if seed is not None:
-        kwargs["seed"] = seed
+        body["seed"] = seed
     if tools:
-        kwargs["tools"] = tools
-        kwargs["tool_choice"] = tool_choice or "auto"
-    # The raw response: the body is parsed here, not by the client's unvalidated models.
-    raw = await client.chat.completions.with_raw_response.create(
-        model=model,
-        messages=messages,  # type: ignore[arg-type]
-        **kwargs,
-    )
-    http = raw.http_response
+        body["tools"] = tools
+        body["tool_choice"] = tool_choice or "auto"
+    # Posted as built, and the raw response returned: the body is parsed here, not by the
+    # client's unvalidated models. (``chat.completions.create`` would first walk these
+    # plain JSON messages against its typed parameters, which changes nothing in them and
+    # cost a quarter of a bare loop's CPU per request; ``post`` is the client's documented
+    # way to send a request as is, with the same headers, timeouts and errors.)
+    http = await client.post("/chat/completions", body=body, cast_to=httpx2.Response)
     return parse_completion(
         http.content, secret=secret, max_chars=max_chars, body_cut=is_cut(http), tools=bool(tools)
     )
