@@ -13,7 +13,7 @@ in its own child process (so that their memory peaks are separable):
   parameters and seeds, the same number of requests in flight; it only checks
   that each reply has content;
 * pipeline — ``BenchmarkRun(...).execute()`` in-process with a temporary
-  SQLite store: loading the scenarios, probing ``/models``, binding the run,
+  SQLite store, its recorder started first as ``cvb run`` starts it: loading the scenarios, probing ``/models``, binding the run,
   building prompts, HTTP, retries bookkeeping, scoring every reply and
   committing every record (the last two in the runner's recorder process,
   whose CPU time and peak RSS are counted with the phase's).
@@ -234,6 +234,7 @@ def phase_bare(args: argparse.Namespace) -> dict[str, Any]:
 def phase_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     import sqlite3
 
+    from cvb_engine.run.recording import Recorder
     from cvb_engine.runner import BenchmarkRun, RunOptions
     from cvb_engine.store import dispose_engines
 
@@ -260,10 +261,16 @@ def phase_pipeline(args: argparse.Namespace) -> dict[str, Any]:
         if not final:
             stamps.append(time.perf_counter())  # this answer is committed
 
+    async def run() -> Any:
+        # As ``cvb run`` does it: the recorder first, then the run (which loads the
+        # scenarios, probes and binds while the recorder imports).
+        recorder = await Recorder.spawn(hide=[KEY_VAR])
+        return await BenchmarkRun(options, on_progress=answered).execute(recorder=recorder)
+
     rss_ready = rss_kb()
     own0, children0 = own_and_children_cpu()
     t0 = time.perf_counter()
-    outcome = asyncio.run(BenchmarkRun(options, on_progress=answered).execute())
+    outcome = asyncio.run(run())
     seconds = time.perf_counter() - t0
     own1, children1 = own_and_children_cpu()
     dispose_engines()

@@ -524,6 +524,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 
 
+def _import_scoring() -> None:
+    """Import what scoring needs, every check kind's module included (the first score
+    would import them), then keep what is imported out of the collector's full passes:
+    it lives as long as this process, and the first full pass, due soon after the
+    imports, would otherwise walk every module's objects while an answer waits."""
+    import cvb_engine.results
+    import cvb_engine.scoring  # noqa: F401
+    from cvb_engine.checks.base import registry
+
+    registry()
+    gc.freeze()
+
+
 def main() -> int:
     # The runner decides when to stop (the pipe closing says it is gone).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -539,19 +552,11 @@ def main() -> int:
     # the GIL at once, or every acknowledgement (and so the runner's next
     # request) waits for up to the default 5 ms switch interval.
     sys.setswitchinterval(0.0005)
-    # The scoring modules (checks, extraction: a good part of a second) are imported
-    # while the runner still probes its endpoint and binds the run, not after the first
-    # answer has arrived.
-    import cvb_engine.results
-    import cvb_engine.scoring  # noqa: F401
-    from cvb_engine.checks.base import registry
-
-    registry()  # every check kind's module too (the first score would import them)
-    # What is imported lives as long as this process: kept out of the collector's full
-    # passes (the first one, due soon after the imports, would otherwise walk every
-    # module's objects while the first answer waits for its score).
-    gc.freeze()
-
+    # The scoring modules (checks, extraction: a good part of a second) are imported on a
+    # thread of their own, while the runner still probes its endpoint and binds the run:
+    # the first answers are committed (and the runner's workers go on) without waiting
+    # for them; only their scores do.
+    threading.Thread(target=_import_scoring, name="imports", daemon=True).start()
     setup, *frames.ready = frames.take(timeout=None) or [None]
     if not isinstance(setup, Setup):
         return 0  # the runner stopped before it bound a run

@@ -289,6 +289,10 @@ class BenchmarkRun:
                 is stopped when the run ends.
         """
         try:
+            if recorder is None:
+                # Started first: it imports its modules while this process checks the
+                # run, probes the catalog and binds the run (stopped if any of that fails).
+                recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
             # Before the first request: a run whose answers cannot be judged sends nothing.
             self.sandbox_name = self.sandbox_backend()
             from cvb_engine.agent.run import agent_arms_problem  # agent@command needs bwrap
@@ -296,9 +300,6 @@ class BenchmarkRun:
             if problem := agent_arms_problem(self.arms):
                 raise RunError(problem)
             key = read_key_or_fail(self.endpoint)
-            if recorder is None:
-                # Started first: the recorder imports its modules while the catalog is probed.
-                recorder = await Recorder.spawn(hide=[self.endpoint.api_key_env])
             return await self._execute(key, recorder)
         finally:
             if recorder is not None:
