@@ -260,7 +260,8 @@ async def answer_tool(layers: LayerRun, sid: str, send: Any) -> Finished:
         if finished.status != "ok":
             finished.memory_json = layers.trace(calls, used, None)
             return _with_totals(finished, totals, first_digest)
-        tool_calls = [] if last else list(finished.tool_calls)[:MAX_TOOL_CALLS]
+        well_formed = [c for c in finished.tool_calls if c.problem is None]
+        tool_calls = [] if last else well_formed[:MAX_TOOL_CALLS]
         if not tool_calls:
             finished.memory_json = layers.trace(calls, used, None)
             return _with_totals(finished, totals, first_digest)

@@ -90,6 +90,10 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # the raw JSON text; the caller decides what it means
+    #: Why this entry of ``tool_calls`` is not a function call (not an object, no
+    #: function, a name that is not text); None for a well-formed one. Kept, not
+    #: skipped: the agent arm records it as refused on its trace.
+    problem: str | None = None
 
 
 # --------------------------------------------------------------------------- bounded reading
@@ -290,27 +294,35 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 def _tool_calls(value: object, secret: str) -> tuple[ToolCall, ...]:
-    """The well-formed function calls of a message's ``tool_calls``; others are skipped."""
+    """A message's ``tool_calls``, in order: each well-formed function call, and each
+    malformed entry with its :attr:`ToolCall.problem` (the caller refuses it)."""
     if not isinstance(value, list):
         return ()
     calls: list[ToolCall] = []
     for n, item in enumerate(value[:MAX_TOOL_CALLS_READ]):
-        function = item.get("function") if isinstance(item, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        if not isinstance(item, dict):
+            calls.append(ToolCall(f"call_{n}", "", "", f"the tool call is {_kind(item)}"))
             continue
+        raw_id = item.get("id")
+        call_id = (scrub(raw_id, secret)[:128] if isinstance(raw_id, str) else "") or f"call_{n}"
+        function = item.get("function")
+        if not isinstance(function, dict):
+            problem = f"the tool call has no function object (its function is {_kind(function)})"
+            calls.append(ToolCall(call_id, "", "", problem))
+            continue
+        name = function.get("name")
         arguments = function.get("arguments")
         if isinstance(arguments, dict):  # some servers send the object itself
             arguments = json.dumps(arguments)
         if not isinstance(arguments, str):
             arguments = ""
-        call_id = item.get("id") if isinstance(item.get("id"), str) else ""
-        calls.append(
-            ToolCall(
-                id=scrub(call_id, secret)[:128] or f"call_{n}",
-                name=scrub(function["name"], secret)[:128],
-                arguments=scrub(arguments, secret)[:MAX_TOOL_ARGUMENT_CHARS],
-            )
-        )
+        arguments = scrub(arguments, secret)[:MAX_TOOL_ARGUMENT_CHARS]
+        if not isinstance(name, str) or not name.strip():
+            what = "empty" if isinstance(name, str) else _kind(name)
+            problem = f"the function name is not a tool name ({what})"
+            calls.append(ToolCall(call_id, "", arguments, problem))
+            continue
+        calls.append(ToolCall(call_id, scrub(name, secret)[:128], arguments))
     return tuple(calls)
 
 

@@ -229,3 +229,36 @@ def test_bounded_client_leaves_small_bodies_whole() -> None:
     with HostileOpenAI(key=KEY, answer="hello") as server:
         cut, content = asyncio.run(fetch(server.base_url))
     assert not cut and parse_completion(content, secret=KEY).content == "hello"
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("call me", "the tool call is a string"),
+        (["a", "list"], "the tool call is a list"),
+        ({"id": "a"}, "the tool call has no function object (its function is null)"),
+        (
+            {"id": "b", "function": "read"},
+            "the tool call has no function object (its function is a string)",
+        ),
+        ({"id": "c", "function": {"name": 7}}, "the function name is not a tool name (a number)"),
+        ({"id": "d", "function": {"name": "  "}}, "the function name is not a tool name (empty)"),
+        (
+            {"id": "e", "function": {"arguments": "{}"}},
+            "the function name is not a tool name (null)",
+        ),
+    ],
+)
+def test_a_malformed_tool_call_is_kept_with_its_problem(entry: Any, problem: str) -> None:
+    """Entries of ``tool_calls`` that are no function call are kept, in order, with why:
+    the agent arm refuses each on its trace instead of dropping it unseen."""
+    good = {"id": "ok", "type": "function", "function": {"name": "list_files", "arguments": {}}}
+    body = {
+        "choices": [
+            {"message": {"role": "assistant", "content": None, "tool_calls": [entry, good]}}
+        ]
+    }
+    reply = parse_completion(json.dumps(body).encode(), secret="sk-x", tools=True)
+    bad, ok = reply.tool_calls
+    assert bad.problem == problem and bad.name == ""
+    assert ok.problem is None and ok.name == "list_files" and ok.arguments == "{}"

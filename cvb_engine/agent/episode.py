@@ -104,7 +104,23 @@ async def run_episode(
         if finished.status != RecordStatus.OK:
             ended = "error"
             break
-        wanted = list(finished.tool_calls)
+        # Entries of tool_calls that are no function call are refused on the trace; they
+        # are not echoed back (a server may refuse a call without a name in the history).
+        malformed = [c for c in finished.tool_calls if c.problem is not None]
+        calls += [
+            ToolCall(
+                round=round_,
+                call_id=c.id,
+                name=c.name,
+                arguments=c.arguments[:4_000],
+                arguments_cut=len(c.arguments) > 4_000,
+                refused=True,
+                reason=f"not run: {c.problem}",
+                result=f"refused: not run: {c.problem}",
+            )
+            for c in malformed
+        ]
+        wanted = [c for c in finished.tool_calls if c.problem is None]
         # Calls past the cap are answered with a refusal the model reads and the trace keeps.
         over = [] if last else wanted[MAX_TOOL_CALLS:]
         wanted = wanted if last else wanted[:MAX_TOOL_CALLS]

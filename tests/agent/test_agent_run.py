@@ -256,10 +256,21 @@ def test_malformed_tool_calls_and_huge_replies_are_data(tmp_path: Path, scenario
     rec = recs[("garbled", "agent")]
     trace = rec["trace"]
     assert rec["status"] == "ok"
-    # the malformed calls were skipped by the reply parser; the good write and the
-    # null-arguments read reached the tools
-    assert [c.name for c in trace.calls] == ["write_file", "read_file"]
-    assert not trace.calls[0].refused and trace.calls[1].refused
+    # The three entries that are no function call are refused on the trace with the
+    # reason (nothing the model sent goes unseen); the good write and the
+    # null-arguments read reached the tools.
+    malformed = [c for c in trace.calls if c.name == ""]
+    assert len(malformed) == 3 and all(c.refused for c in malformed)
+    reasons = sorted(c.reason or "" for c in malformed)
+    assert reasons == [
+        "not run: the function name is not a tool name (a number)",
+        "not run: the tool call has no function object (its function is null)",
+        "not run: the tool call is a string",
+    ]
+    assert {c.call_id for c in malformed} == {"call_0", "x", "call_2"}
+    ran = [c for c in trace.calls if c.name]
+    assert [c.name for c in ran] == ["write_file", "read_file"]
+    assert not ran[0].refused and ran[1].refused
     assert rec["code"] == FETCH_VIOLATING and trace.files
     assert trace.final_text is not None and len(trace.final_text) <= 8_000
     assert len(rec["response"]) <= 8_000
