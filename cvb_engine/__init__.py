@@ -170,7 +170,7 @@ if TYPE_CHECKING:
     from cvb_engine.report.export import records_csv
     from cvb_engine.report.fmt import arm_title, fmt_gap, has_layer_arms
     from cvb_engine.report.html import html_report
-    from cvb_engine.report.live import live_accuracy_table, runner_table
+    from cvb_engine.report.live import error_table, live_accuracy_table, runner_table
     from cvb_engine.report.markdown_report import ivr_markdown
     from cvb_engine.report.markdown_report import markdown as markdown_report
     from cvb_engine.report.memory_realism import budget_curves, turns_curves
@@ -280,6 +280,7 @@ _WHERE: dict[str, str] = {
     "every_constraint_table": "cvb_engine.report.breakdowns",
     "compare_table": "cvb_engine.report.breakdowns",
     "episode_read_table": "cvb_engine.report.breakdowns",
+    "error_table": "cvb_engine.report.live",
     "live_accuracy_table": "cvb_engine.report.live",
     "runner_table": "cvb_engine.report.live",
     "ALLOWED_HOSTS_ENV": "cvb_engine.hosts",
@@ -628,6 +629,7 @@ __all__ = [
     "endpoint_label",
     "endpoint_problems",
     "episode_read_table",
+    "error_table",
     "every_constraint_table",
     "export_results",
     "extract",

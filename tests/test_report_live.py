@@ -95,3 +95,27 @@ def test_runner_table_keeps_order_budget_and_names_as_text(
     outside = [c.outside for c in table.columns]
     assert outside == [True, False, False, False, False, False, True, True]
     assert table.texts()[0][-1] == HOSTILE  # kept as written: the studio draws it as text
+
+
+def test_error_table_says_who_failed_and_keeps_reasons_as_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cvb_engine.monitor import ErrorRow
+    from cvb_engine.report.live import error_table
+
+    at = datetime(2026, 12, 5, 17, 4, 9, tzinfo=UTC)
+    rows = [
+        ErrorRow(at, HOSTILE, "sid-a", "cold", 2, 5, f"HTTP 500: {HOSTILE}", "api"),
+        ErrorRow(at, "m", "sid-b", "memory", 0, 1, "layer gone", "memory"),
+        ErrorRow(at, "m", "sid-c", "cold", 1, 3, "timed out", None),  # before schema 5
+    ]
+    table = error_table(rows)
+    assert table.header[0] == "at (UTC)" and table.title == "Latest errors"
+    assert table.texts() == [
+        ["17:04:09", HOSTILE, "sid-a", "cold", "2", "5", "endpoint", f"HTTP 500: {HOSTILE}"],
+        ["17:04:09", "m", "sid-b", "memory", "0", "1", "memory layer", "layer gone"],
+        ["17:04:09", "m", "sid-c", "cold", "1", "3", "endpoint", "timed out"],
+    ]
+    assert [c.name for c in table.columns if c.outside] == ["model", "scenario", "arm", "reason"]
+    monkeypatch.setattr(tables, "MAX_CELLS", 16)  # 8 columns: 2 rows
+    assert error_table(rows).omitted.startswith("1 more rows not shown")

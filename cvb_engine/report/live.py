@@ -1,5 +1,5 @@
-"""The Run page's tables of a run in progress as table models: its strict accuracy so far
-and its runners. Like the report's tables (:mod:`.tables`), plain-text cells; model names,
+"""The Run page's tables of a run in progress as table models: its strict accuracy so far,
+its runners and its latest errors. Like the report's tables (:mod:`.tables`), plain-text cells; model names,
 arms, runner names, hosts and key variable names come from the store (text from outside).
 """
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from cvb_engine.claims import RunnerState
 from cvb_engine.metrics import Rate, ordered_arms
-from cvb_engine.monitor import ArmAccuracy
+from cvb_engine.monitor import ArmAccuracy, ErrorRow
 from cvb_engine.report.tables import Cell, Column, Table, fit
 
 ACCURACY_SO_FAR = "Strict accuracy so far"
@@ -77,3 +77,36 @@ def runner_table(states: Sequence[RunnerState]) -> Table:
         for s in shown
     )
     return Table("runners", "Runners", _RUNNER_COLUMNS, cells, omitted=omitted)
+
+
+_ERROR_COLUMNS = (
+    Column("at (UTC)"),
+    Column("model", outside=True),
+    Column("scenario", outside=True),
+    Column("arm", outside=True),
+    Column("rep", numeric=True),
+    Column("attempts", numeric=True),
+    Column("failed", help="the endpoint, or a memory layer"),
+    Column(
+        "reason", outside=True, help="as the endpoint or the layer said it, scrubbed of the key"
+    ),
+)
+
+
+def error_table(errors: Sequence[ErrorRow]) -> Table:
+    """The run's latest error records, newest first as given (:func:`cvb_engine.monitor`)."""
+    shown, _, omitted = fit(errors, _ERROR_COLUMNS[1:])
+    cells = tuple(
+        (
+            Cell(f"{e.created:%H:%M:%S}"),
+            Cell(e.model),
+            Cell(e.scenario_id),
+            Cell(e.arm),
+            Cell(str(e.rep), e.rep),
+            Cell(str(e.attempts), e.attempts),
+            Cell("memory layer" if e.kind == "memory" else "endpoint"),
+            Cell(e.reason),
+        )
+        for e in shown
+    )
+    return Table("latest-errors", "Latest errors", _ERROR_COLUMNS, cells, omitted=omitted)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import pandas as pd
 import streamlit as st
 from sqlmodel import Session
 
@@ -19,6 +18,7 @@ from cvb_engine import (
     cancel_run,
     counted,
     endpoint_label,
+    error_table,
     forget_launch,
     format_duration,
     launch_of,
@@ -190,24 +190,9 @@ def run_card(ctx: RunContext, detail: RunDetail, launch: Launch | None, is_start
         if detail.latest is not None:
             st.markdown("**Latest answer:** " + latest_line(detail.latest))
         if detail.errors:
-            st.markdown("**Latest errors**")
-            st.table(
-                pd.DataFrame(
-                    [
-                        {
-                            "at (UTC)": f"{e.created:%H:%M:%S}",
-                            "model": plain(e.model),
-                            "scenario": plain(e.scenario_id),
-                            "arm": plain(e.arm),
-                            "rep": e.rep,
-                            "attempts": e.attempts,
-                            "failed": "memory layer" if e.kind == "memory" else "endpoint",
-                            "reason": plain(e.reason),
-                        }
-                        for e in detail.errors
-                    ]
-                ).set_index("at (UTC)")
-            )
+            latest = error_table(detail.errors)
+            st.markdown(f"**{latest.title}**")
+            draw_static_table(latest)
         if launch is not None and Path(launch.log).exists():
             with st.expander("Log (last lines)", expanded=p.state == "failed"):
                 st.code(log_tail(launch.log) or "(empty)", language="text", wrap_lines=True)
