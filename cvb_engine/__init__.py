@@ -173,7 +173,7 @@ if TYPE_CHECKING:
     from cvb_engine.report.live import error_table, live_accuracy_table, runner_table
     from cvb_engine.report.markdown_report import ivr_markdown
     from cvb_engine.report.markdown_report import markdown as markdown_report
-    from cvb_engine.report.memory_realism import budget_curves, turns_curves
+    from cvb_engine.report.memory_realism import CurvePoint, budget_curves, turns_curves
     from cvb_engine.report.notes import ReportNotes
     from cvb_engine.report.svg import ARM_COLORS, GAP_COLOR, PUBLISHED_COLOR
     from cvb_engine.report.tables import (
@@ -189,6 +189,7 @@ if TYPE_CHECKING:
         category_tables,
         constraint_table,
         has_gap,
+        has_memory,
         ivr_constraint_table,
         ivr_excluded,
         ivr_table,
@@ -275,6 +276,7 @@ _WHERE: dict[str, str] = {
     "category_tables": "cvb_engine.report.tables",
     "category_gap_table": "cvb_engine.report.tables",
     "has_gap": "cvb_engine.report.tables",
+    "has_memory": "cvb_engine.report.tables",
     "scenario_table": "cvb_engine.report.breakdowns",
     "ordered_table": "cvb_engine.report.breakdowns",
     "every_constraint_table": "cvb_engine.report.breakdowns",
@@ -307,6 +309,7 @@ _WHERE: dict[str, str] = {
     "StaleStat": "cvb_engine.metrics",
     "memory_notes": "cvb_engine.memory_notes",
     "read_delivery": "cvb_engine.memory_trace",
+    "CurvePoint": "cvb_engine.report.memory_realism",
     "budget_curves": "cvb_engine.report.memory_realism",
     "turns_curves": "cvb_engine.report.memory_realism",
     "MemoryStat": "cvb_engine.metrics",
@@ -543,6 +546,7 @@ __all__ = [
     "Column",
     "Comparison",
     "CostRow",
+    "CurvePoint",
     "DataVersion",
     "Delivery",
     "DeliveryStat",
@@ -646,6 +650,7 @@ __all__ = [
     "has_errors",
     "has_gap",
     "has_layer_arms",
+    "has_memory",
     "host_allowed",
     "html_report",
     "imperative_words",

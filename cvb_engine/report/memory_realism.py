@@ -10,8 +10,25 @@ figures is here too. Nothing here computes a metric.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from cvb_engine.kinds import SeedArm
-from cvb_engine.metrics import MemoryStat, Summary
+from cvb_engine.metrics import Interval, MemoryStat, Rate, Summary, is_agent_arm
+
+
+class CurvePoint(Protocol):
+    """One point of a curve: a variant's strict accuracy for one model (a memory variant's
+    :class:`~cvb_engine.metrics.MemoryStat`, or an agent variant's ``AgentStat``)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def arm(self) -> str: ...
+    @property
+    def strict(self) -> Rate: ...
+    @property
+    def strict_ci(self) -> Interval: ...
+
 
 STALE_NOTE = (
     "stale=with: each constraint's superseded note (the decision it replaced, dated earlier) "
@@ -50,16 +67,42 @@ def _incentivized(summary: Summary) -> list[MemoryStat]:
 
 def budget_groups(
     summary: Summary,
-) -> dict[tuple[str, str, int, str, str], dict[int | None, MemoryStat]]:
+) -> dict[tuple[str, str, int, str, str], dict[int | None, CurvePoint]]:
     """The budget curves: (model, channel, load, position, stale) -> budget -> stat, for
-    every group with a budgeted variant (``None``: the same variant without a budget)."""
-    groups: dict[tuple[str, str, int, str, str], dict[int | None, MemoryStat]] = {}
+    every group with a budgeted variant (``None``: the same variant without a budget).
+
+    An agent variant's curve has its variant without the budget as its channel (the rules
+    files share the budget: ``agent@rules=claude-md``), load 0 and no position."""
+    groups: dict[tuple[str, str, int, str, str], dict[int | None, CurvePoint]] = {}
     for m in _incentivized(summary):
         if m.channel == "history":
             continue
         key = (m.model, m.channel, m.load, m.position if m.load else "–", m.stale)
         groups.setdefault(key, {})[m.budget] = m
+    for a in summary.agent:
+        found = _agent_curve(a.arm)
+        if found is not None:
+            series, budget, stale = found
+            groups.setdefault((a.model, series, 0, "–", stale), {})[budget] = a
     return {k: v for k, v in groups.items() if any(b is not None for b in v)}
+
+
+def _agent_curve(arm: str) -> tuple[str, int | None, str] | None:
+    """An agent variant's curve (its name without ``budget=`` or ``stale=``), budget and
+    stale setting; None for any other arm or a name this cvb does not parse."""
+    if not is_agent_arm(arm):
+        return None
+    from cvb_engine.arms import ArmError, ArmVariant, parse_arm
+
+    try:
+        variant = parse_arm(arm)
+    except ArmError:
+        return None
+    params = variant.params
+    budget = getattr(params, "budget", None)
+    stale = str(getattr(params, "stale", None) or "")
+    plain = params.model_copy(update={"budget": None, "stale": None})
+    return ArmVariant(variant.kind, plain).name, budget, stale
 
 
 def turns_groups(summary: Summary) -> dict[tuple[str, int, str, str], dict[int, MemoryStat]]:
@@ -77,11 +120,14 @@ def turns_groups(summary: Summary) -> dict[tuple[str, int, str, str], dict[int, 
 Point = int | None  # a budget (None: no budget) or a number of turns
 
 
-def budget_curves(summary: Summary) -> list[tuple[str, dict[Point, MemoryStat]]]:
-    """The budget curves, labelled (model · channel · load, and the stale setting)."""
+def budget_curves(summary: Summary) -> list[tuple[str, dict[Point, CurvePoint]]]:
+    """The budget curves, labelled (model · channel · load, and the stale setting; an
+    agent variant's without a load)."""
     return [
         (
-            f"{model} · {channel} · load {load}" + (f" · stale={stale}" if stale else ""),
+            f"{model} · {channel}"
+            + ("" if is_agent_arm(channel) else f" · load {load}")
+            + (f" · stale={stale}" if stale else ""),
             dict(by),
         )
         for (model, channel, load, _pos, stale), by in sorted(

@@ -11,9 +11,9 @@ import html
 from collections.abc import Mapping, Sequence
 
 from cvb_engine.kinds import SeedArm
-from cvb_engine.metrics import Interval, MemoryStat, Summary
+from cvb_engine.metrics import Interval, Summary
 from cvb_engine.report.fmt import fmt_gap, fmt_interval, fmt_signed
-from cvb_engine.report.memory_realism import budget_curves, turns_curves
+from cvb_engine.report.memory_realism import CurvePoint, budget_curves, turns_curves
 from cvb_engine.report.tables import memory_curves
 from cvb_engine.safe_text import terminal_text
 
@@ -355,7 +355,7 @@ def memory_curve_svg(summary: Summary) -> str:
 
 
 def curve_svg(
-    curves: Sequence[tuple[str, Mapping[int | None, MemoryStat]]], *, title: str, x_name: str
+    curves: Sequence[tuple[str, Mapping[int | None, CurvePoint]]], *, title: str, x_name: str
 ) -> str:
     """Strict accuracy against ``x_name`` (a delivery budget, a number of turns) as a line
     chart, one line per curve with its 95% CI as a band; the x values evenly spaced in

@@ -610,8 +610,10 @@ def tool_use_table(summary: Summary) -> Table:
 
 
 def has_memory(summary: Summary) -> bool:
-    """Whether the memory section has anything to show."""
-    return bool(summary.memory or summary.tool_use)
+    """Whether the memory section has anything to show: memory variants, tool use, or what
+    ``stale=`` and ``budget=`` did (an agent run's too: its rules files were cut or held a
+    superseded decision)."""
+    return bool(summary.memory or summary.tool_use or summary.stale or summary.delivery)
 
 
 def memory_tables(summary: Summary) -> list[Table]:
@@ -884,7 +886,7 @@ def budget_table(summary: Summary) -> Table:
     )
 
 
-def _budget_cell(stat: MemoryStat | None, delivered: dict[tuple[str, str], DeliveryStat]) -> str:
+def _budget_cell(stat: mr.CurvePoint | None, delivered: dict[tuple[str, str], DeliveryStat]) -> str:
     if stat is None:
         return "–"
     d = delivered.get((stat.model, stat.arm))

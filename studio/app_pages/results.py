@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from cvb_engine import has_memory
 from studio.views.results import (
     agent,
     breakdowns,
@@ -55,7 +56,7 @@ ctx = context.select_runs()
 
 views = (
     [OVERVIEW, BREAKDOWNS, SIDE, COMPARE]
-    + ([MEMORY] if ctx.summary.memory or ctx.summary.tool_use else [])
+    + ([MEMORY] if has_memory(ctx.summary) else [])
     + ([AGENT] if ctx.summary.agent else [])
     + ([IVR] if ctx.version.has_ivr else [])
     + [EXPORTS]

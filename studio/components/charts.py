@@ -23,9 +23,9 @@ from cvb_engine import (
     GAP_COLOR,
     PUBLISHED_COLOR,
     Comparison,
+    CurvePoint,
     Interval,
     IVRSummary,
-    MemoryStat,
     PublishedCVB,
     PublishedIVR,
     Rate,
@@ -634,7 +634,7 @@ def delivery_split(summary: Summary) -> go.Figure:
 
 
 def realism_curve(
-    curves: Sequence[tuple[str, Mapping[int | None, MemoryStat]]], *, title: str, x_title: str
+    curves: Sequence[tuple[str, Mapping[int | None, CurvePoint]]], *, title: str, x_title: str
 ) -> go.Figure:
     """Strict accuracy against a delivery budget or a number of turns
     (:func:`cvb_engine.budget_curves`, :func:`cvb_engine.turns_curves`): one line per curve,

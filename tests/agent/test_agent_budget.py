@@ -32,7 +32,9 @@ from cvb_engine.arms.agent import Params  # noqa: E402
 from cvb_engine.memory_notes import CUT_MARKER  # noqa: E402
 from cvb_engine.memory_trace import read_delivery  # noqa: E402
 from cvb_engine.metrics import summarize_rows  # noqa: E402
-from cvb_engine.report.tables import delivery_table  # noqa: E402
+from cvb_engine.report.markdown_report import markdown as markdown_report  # noqa: E402
+from cvb_engine.report.memory_realism import budget_curves  # noqa: E402
+from cvb_engine.report.tables import budget_table, delivery_table, has_memory  # noqa: E402
 from cvb_engine.results import (  # noqa: E402
     db_summary,
     export_results,
@@ -288,6 +290,30 @@ def test_a_budget_sweep_through_the_reader_splits_the_report_by_delivery(
     large = got[f"agent@budget={budgets[0]}"]
     assert (large.delivered.k, large.delivered.n) == (1, 1)
     assert (large.not_delivered.k, large.not_delivered.n) == (0, 1)
+    # The budget curves: one per rules placement, its points the variants' strict accuracy
+    # (the reader follows what it read: nothing at the smaller budget), drawn by every view.
+    by_arm = {a.arm: a for a in summary.agent}
+    curves = dict(budget_curves(summary))
+    assert set(curves) == {
+        "reader · agent",
+        "reader · agent@rules=adr",
+        "reader · agent@rules=nested",
+    }
+    for label, points in curves.items():
+        assert set(points) == {None, *budgets}, label
+        for budget, point in points.items():
+            assert point is by_arm[point.arm], label
+            assert (getattr(parse_arm(point.arm).params, "budget", None)) == budget
+    assert curves["reader · agent"][budgets[1]].strict.k == 0
+    assert curves["reader · agent"][None].strict.k == 1
+    table = budget_table(summary)
+    assert [row[1].text for row in table.rows] == [
+        "agent",
+        "agent@rules=adr",
+        "agent@rules=nested",
+    ]
+    assert has_memory(summary)  # an agent-only run's report shows its memory section
+    assert "Adherence versus delivery budget" in markdown_report(summary)
 
 
 @pytest.mark.parametrize("stale", [None, "with", "only"])
