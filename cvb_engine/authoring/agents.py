@@ -2,8 +2,10 @@
 
 The Run page's agent builder (``studio/components/agent_builder.py``) collects
 where the rules live (``rules``, one variant per choice), the loads, the
-position, whether the root rules file is also preloaded, the tool rounds
-(``steps``), or a user's own agent program (``command``, ``timeout``);
+position, the superseded decisions (``stale``) and the byte budgets the rules
+files are cut to (``budget``), one variant per choice of each, whether the root
+rules file is also preloaded, the tool rounds (``steps``), or a user's own agent
+program (``command``, ``timeout``);
 :func:`agent_arms` turns them into canonical variant names such as
 ``agent@rules=nested,load=10``, checked as ``cvb run`` checks them, so they join
 the run's arms like the memory sweep's variants do. :func:`episode_cost` says
@@ -42,6 +44,10 @@ class AgentForm:
     loads: tuple[int, ...] = (0,)
     position: str = "spread"
     preload: tuple[bool, ...] = (False,)
+    #: ``none``, ``with``, ``only``: the superseded decisions beside or instead of the rules
+    stale: tuple[str, ...] = ("none",)
+    #: bytes the rules files share (None: no budget): a budget curve, one variant each
+    budgets: tuple[int | None, ...] = (None,)
     steps: int = 12
     command: str = ""  # empty: the built-in tool loop
     timeout_s: float = 600.0
@@ -56,8 +62,8 @@ class Variants:
 
 
 def agent_arms(form: AgentForm) -> Variants:
-    """The canonical agent variants of ``form``: one per rules place, load and preload
-    choice, in the matrix's order. ``rules=adr`` has no root rules file, so its preloaded
+    """The canonical agent variants of ``form``: one per rules place, load, stale setting,
+    budget and preload choice, in the matrix's order. ``rules=adr`` has no root rules file, so its preloaded
     combination is left out (and named in ``skipped``).
 
     Raises:
@@ -73,12 +79,20 @@ def agent_arms(form: AgentForm) -> Variants:
     names: list[str] = []
     skipped: list[str] = []
     preloads = (False,) if command else (form.preload or (False,))
-    for rules, load, preload in itertools.product(
-        form.rules or ("agents-md",), form.loads or (0,), preloads
+    for rules, load, stale, budget, preload in itertools.product(
+        form.rules or ("agents-md",),
+        form.loads or (0,),
+        form.stale or ("none",),
+        form.budgets or (None,),
+        preloads,
     ):
         items = [f"rules={rules}", f"load={int(load)}"]
         if int(load):
             items.append(f"position={form.position}")
+        if stale != "none":
+            items.append(f"stale={stale}")
+        if budget is not None:
+            items.append(f"budget={int(budget)}")
         if command:
             items += [f"command={command}", f"timeout={float(form.timeout_s):g}"]
         else:

@@ -1,8 +1,9 @@
 """The Run page's agent builder: variants of the ``agent`` arm (README: Agent arm).
 
 Choose where the rules live (``rules``: one variant per choice), the loads and
-position of the distractor notes, whether the root rules file is also
-preloaded into the system message, the tool rounds (``steps``), or your own
+position of the distractor notes, the superseded decisions and the byte budgets
+the rules files are cut to (one variant per choice: a stale drop, a budget
+curve), whether the root rules file is also preloaded into the system message, the tool rounds (``steps``), or your own
 agent program (``command``, with a time limit); **Add to the run** puts the
 variants they give (:func:`cvb_engine.authoring.agents.agent_arms`) among the run's
 arms, where the dry run counts each episode as one cell. :func:`render` draws
@@ -18,6 +19,8 @@ from cvb_engine import agent_forms as agent_config
 from studio.components.text import plain
 
 LOADS = [0, 10, 25, 50, 100, 200]
+STALE = ["none", "with", "only"]
+BUDGETS: list[int | None] = [None, 200, 500, 1000, 2000, 4000, 8000]
 PRELOAD = {False: "on disk only", True: "also in the system message"}
 RULES_HELP = (
     "agents-md: AGENTS.md at the root · claude-md: CLAUDE.md · adr: one decision record per "
@@ -33,6 +36,8 @@ def _defaults() -> None:
     ss.setdefault("run_agent_loads", [0])
     ss.setdefault("run_agent_position", str(agent_config.default("position")))
     ss.setdefault("run_agent_preload", [False])
+    ss.setdefault("run_agent_stale", [])
+    ss.setdefault("run_agent_budgets", [])
     ss.setdefault("run_agent_steps", int(str(agent_config.default("steps"))))
     ss.setdefault("run_agent_use_command", False)
     ss.setdefault("run_agent_command", "")
@@ -48,6 +53,8 @@ def form() -> agent_config.AgentForm:
         loads=tuple(int(n) for n in ss.run_agent_loads),
         position=str(ss.run_agent_position),
         preload=tuple(bool(p) for p in ss.run_agent_preload),
+        stale=tuple(str(v) for v in ss.run_agent_stale),
+        budgets=tuple(None if b is None else int(b) for b in ss.run_agent_budgets),
         steps=int(ss.run_agent_steps),
         command=str(ss.run_agent_command) if ss.run_agent_use_command else "",
         timeout_s=float(ss.run_agent_timeout),
@@ -121,6 +128,26 @@ def render() -> None:
             agent_config.choices("position"),
             key="run_agent_position",
             help="Where the constraints sit among the distractors (a load above 0).",
+        )
+        s1, s2 = st.columns(2)
+        s1.multiselect(
+            "Superseded notes",
+            STALE,
+            key="run_agent_stale",
+            placeholder="none",
+            help="with: each constraint's superseded decision (dated earlier) beside it in the "
+            "rules files; only: the superseded decision instead of it. One variant per choice; "
+            "the report shows the drop against the same variant without.",
+        )
+        s2.multiselect(
+            "Budgets (bytes)",
+            BUDGETS,
+            key="run_agent_budgets",
+            placeholder="no budget",
+            format_func=lambda b: "no budget" if b is None else f"{b:,}",
+            help="The rules files cut to this many bytes in reading order, as agent tools cut "
+            "a long rules file; a constraint cut away cannot be read. One variant per choice: "
+            "the report draws the budget curve.",
         )
         st.toggle(
             "Run my own agent program instead of the built-in tool loop",

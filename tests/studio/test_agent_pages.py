@@ -218,3 +218,27 @@ def test_the_agent_builder_takes_a_command_and_refuses_a_comma(studio: Path) -> 
     run(at)
     assert any("cannot contain a comma" in str(w.value) for w in at.warning)
     assert at.button(key="run_agent_add").disabled
+
+
+def test_the_agent_builder_sweeps_budgets_and_superseded_notes(studio: Path) -> None:  # noqa: F811
+    """A budget curve and a stale drop for the agent arm, built on the page: one variant
+    per budget and stale choice, as ``--memory-sweep arm=agent`` gives them."""
+    at = open_page()
+    at.multiselect(key="run_agent_budgets").set_value([None, 500, 2000])
+    at.multiselect(key="run_agent_stale").set_value(["none", "with"])
+    run(at)
+    expected = {
+        "agent",
+        "agent@budget=500",
+        "agent@budget=2000",
+        "agent@stale=with",
+        "agent@stale=with,budget=500",
+        "agent@stale=with,budget=2000",
+    }
+    preview = next(shown(str(c.value)) for c in at.caption if "give: agent" in c.value)
+    assert set(preview.removeprefix("These settings give: ").split(", ")) == expected
+    click(at, "run_agent_add")
+    assert any("Added 6 agent variants to the run" in str(s.value) for s in at.success)
+    command = terminal_command(at)
+    for name in expected - {"agent"}:
+        assert name in command
