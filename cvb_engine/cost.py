@@ -30,12 +30,15 @@ from cvb_engine.endpoints import PRICES_ENTRY, presets_path
 __all__ = [
     "BUILTIN_PRICES",
     "COST_NOTE",
+    "ArmEstimate",
     "CostRow",
     "Price",
     "PriceError",
+    "RunEstimate",
     "TokenEstimate",
     "configured_prices",
     "cost_rows",
+    "estimate_run",
     "estimate_tokens",
     "format_cost",
     "price_table",
@@ -334,6 +337,115 @@ class TokenEstimate:
 
     def cost_max(self, price: Price | None) -> float | None:
         return None if price is None else price.of(self.prompt_tokens, self.completion_tokens_max)
+
+
+@dataclass(frozen=True)
+class ArmEstimate:
+    """What one arm of a run will send, estimated before it is sent.
+
+    ``tokens`` covers every request of the arm when ``bounded``: its messages are fixed
+    in advance (the seed arms, the incentivized variants). An agent episode's first
+    request is known, its later ones carry its history, so ``tokens`` is its first
+    requests only and ``requests_max`` says how many it may send; an agent program's
+    requests and a memory layer's context are not ours to know (``tokens`` None).
+    """
+
+    arm: str
+    tokens: TokenEstimate | None
+    requests_max: int | None
+    bounded: bool
+    why: str = ""  # what the estimate leaves out, when not bounded
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """A run's tokens per arm and its cost per model (:func:`estimate_run`)."""
+
+    arms: list[ArmEstimate]
+    models: list[str]
+    prices: dict[str, Price | None]
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the cost bound covers every request of the run."""
+        return all(a.bounded for a in self.arms)
+
+    def cost_max(self, model: str) -> float | None:
+        """``model``'s share of the run at most (the arms with a bound; None: no price)."""
+        price = self.prices.get(model)
+        if price is None:
+            return None
+        share = len(self.models) or 1
+        return sum(
+            price.of(a.tokens.prompt_tokens, a.tokens.completion_tokens_max) / share
+            for a in self.arms
+            if a.bounded and a.tokens is not None
+        )
+
+    def prompts_cost(self, model: str) -> float | None:
+        """``model``'s prompts alone (every arm's known requests; None: no price)."""
+        price = self.prices.get(model)
+        if price is None:
+            return None
+        share = len(self.models) or 1
+        return sum(
+            price.of(a.tokens.prompt_tokens, 0) / share for a in self.arms if a.tokens is not None
+        )
+
+    def left_out(self) -> list[str]:
+        """The arms the bound leaves out, each with why."""
+        return [f"{a.arm}: {a.why}" for a in self.arms if not a.bounded]
+
+
+def estimate_run(
+    scenarios: Sequence[Any],
+    arms: Sequence[str],
+    context: Any,
+    *,
+    runs: int,
+    models: Sequence[str],
+    max_tokens: int,
+    endpoint: str | None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+) -> RunEstimate:
+    """The tokens and cost of sending ``arms`` × ``scenarios`` × ``runs`` × ``models``
+    (what ``cvb run --dry-run`` and the Run page say before a launch).
+
+    Args:
+        scenarios: The run's :class:`~cvb_engine.scenario.Scenario` objects.
+        context: The arms' :class:`~cvb_engine.arms.ArmContext` (the memory pool).
+    """
+    from cvb_engine.arms import build_messages, parse_arm
+
+    out: list[ArmEstimate] = []
+    cells = len(scenarios) * runs * len(models)
+    for arm in arms:
+        variant = parse_arm(arm)
+        if variant.live:
+            out.append(ArmEstimate(arm, None, None, False, "a memory layer builds its context"))
+            continue
+        chars = [
+            sum(len(str(m["content"] or "")) for m in build_messages(sc, arm, context))
+            for sc in scenarios
+        ]
+        [tokens] = estimate_tokens(
+            {arm: chars}, runs=runs, models=len(models), max_tokens=max_tokens
+        )
+        if variant.kind.name != "agent":
+            out.append(ArmEstimate(arm, tokens, tokens.calls, True))
+        elif getattr(variant.params, "command", None):
+            why = "your agent program sends its own requests"
+            out.append(ArmEstimate(arm, None, None, False, why))
+        else:
+            per_episode = int(getattr(variant.params, "steps", 12)) + 1
+            why = (
+                f"an episode sends up to {per_episode} requests, each carrying its history: "
+                "only its first request is counted"
+            )
+            out.append(ArmEstimate(arm, tokens, cells * per_episode, False, why))
+    prices = configured_prices(models, endpoint, price_in, price_out)
+    return RunEstimate(out, list(models), prices)
 
 
 def estimate_tokens(

@@ -248,3 +248,46 @@ def test_dry_run_prints_token_and_cost_estimates(scenario_dir: Path) -> None:
         "--api-key-env", "", "--models", "m-a",
     )  # fmt: skip
     assert "cost       m-a: unknown" in bare.stdout and "$0" not in bare.stdout
+
+
+def test_the_estimate_bounds_only_what_it_can(scenario_dir: Path) -> None:
+    """An 'at most' is a bound: the fixed-message arms are in it; an agent episode's later
+    requests (they carry its history) and an agent program's requests are not, and the
+    estimate says so instead of counting one request a cell."""
+    from cvb_engine.arms import ArmContext
+    from cvb_engine.cost import estimate_run
+    from cvb_engine.run.plan import pool_path
+    from cvb_engine.scenario import load_library
+
+    scenarios = [item.scenario for item in load_library(scenario_dir).values()]
+    arms = ["cold", "agent@steps=4", "agent@command=./a.sh"]
+    estimate = estimate_run(
+        scenarios,
+        arms,
+        ArmContext(pool_path(str(scenario_dir))),
+        runs=2,
+        models=["m-a", "m-b"],
+        max_tokens=100,
+        endpoint=None,
+        price_in=1.0,
+        price_out=2.0,
+    )
+    cold, agent, command = estimate.arms
+    cells = len(scenarios) * 2 * 2
+    assert cold.bounded and cold.requests_max == cells and cold.tokens is not None
+    assert not agent.bounded and agent.requests_max == cells * 5  # steps + 1 per episode
+    assert agent.tokens is not None and agent.tokens.calls == cells
+    assert not command.bounded and command.tokens is None and command.requests_max is None
+    assert not estimate.bounded
+    assert [line.split(":")[0] for line in estimate.left_out()] == arms[1:]
+    # The bound is the cold arm's alone, split between the two models.
+    share = Price(1.0, 2.0, "t").of(cold.tokens.prompt_tokens, cold.tokens.completion_tokens_max)
+    assert estimate.cost_max("m-a") == pytest.approx(share / 2)
+    assert estimate.prompts_cost("m-a") == pytest.approx(
+        (cold.tokens.prompt_tokens + agent.tokens.prompt_tokens) / 1e6 / 2
+    )
+    no_price = estimate_run(
+        scenarios, ["cold"], ArmContext(pool_path(str(scenario_dir))), runs=1, models=["m"],
+        max_tokens=10, endpoint=None,
+    )  # fmt: skip
+    assert no_price.cost_max("m") is None and no_price.bounded

@@ -7,8 +7,8 @@ from typing import TextIO
 
 from sqlmodel import Session, col, select
 
-from cvb_engine.arms import build_messages, parse_arm
-from cvb_engine.cost import TokenEstimate, configured_prices, estimate_tokens, format_cost
+from cvb_engine.arms import parse_arm
+from cvb_engine.cost import estimate_run, format_cost
 from cvb_engine.endpoints import key_is_set
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.run.errors import RunError
@@ -81,46 +81,43 @@ def print_dry_run(run: BenchmarkRun, out: TextIO = sys.stdout) -> int:
 
 
 def _estimate_lines(run: BenchmarkRun, matrix: Matrix, models: list[str]) -> list[str]:
-    """Token estimate per arm and cost bound per model (:mod:`cvb_engine.cost`)."""
-    chars: dict[str, list[int]] = {}
-    unbuilt: list[str] = []
-    for arm in matrix.arms:
-        if parse_arm(arm).live:  # its context comes from a memory layer: not reached here
-            unbuilt.append(arm)
-            continue
-        chars[arm] = [
-            sum(len(m["content"]) for m in build_messages(item.scenario, arm, run.arm_context))
-            for item in run.library.values()
-        ]
-    per_arm = estimate_tokens(
-        chars, runs=matrix.runs, models=len(models), max_tokens=matrix.max_tokens
+    """Token estimate per arm and cost bound per model (:func:`cvb_engine.cost.estimate_run`)."""
+    estimate = estimate_run(
+        [item.scenario for item in run.library.values()],
+        matrix.arms,
+        run.arm_context,
+        runs=matrix.runs,
+        models=models,
+        max_tokens=matrix.max_tokens,
+        endpoint=run.endpoint.name,
+        price_in=run.o.price_in,
+        price_out=run.o.price_out,
     )
-    lines = [
-        f"tokens     {e.arm}: ~{e.prompt_tokens:,} prompt (characters / 4), at most "
-        f"{e.completion_tokens_max:,} completion ({e.calls} calls)"
-        for e in per_arm
-    ]
-    lines += [f"tokens     {arm}: unknown (a memory layer builds its context)" for arm in unbuilt]
-    prices = configured_prices(models, run.endpoint.name, run.o.price_in, run.o.price_out)
+    lines = []
+    for a in estimate.arms:
+        e = a.tokens
+        if e is None:
+            lines.append(f"tokens     {a.arm}: unknown ({a.why})")
+        elif a.bounded:
+            lines.append(
+                f"tokens     {a.arm}: ~{e.prompt_tokens:,} prompt (characters / 4), at most "
+                f"{e.completion_tokens_max:,} completion ({e.calls} calls)"
+            )
+        else:
+            lines.append(
+                f"tokens     {a.arm}: ~{e.prompt_tokens:,} prompt in the first requests of "
+                f"{e.calls} episodes, up to {a.requests_max:,} requests in all ({a.why})"
+            )
+    left_out = [a.arm for a in estimate.arms if not a.bounded]
+    suffix = f"; not included: {', '.join(left_out)}" if left_out else ""
     for model in models:
-        price = prices[model]
+        price = estimate.prices[model]
         if price is None:
             lines.append(f"cost       {model}: unknown (no price; --price-in/--price-out)")
             continue
-        share = [
-            TokenEstimate(
-                e.arm,
-                e.calls // len(models),
-                e.prompt_tokens // len(models),
-                e.completion_tokens_max // len(models),
-            )
-            for e in per_arm
-        ]
-        most = sum(e.cost_max(price) or 0.0 for e in share)
-        prompt_only = sum(price.of(e.prompt_tokens, 0) for e in share)
-        suffix = ", arms with a memory layer not included" if unbuilt else ""
         lines.append(
-            f"cost       {model}: at most {format_cost(most)} (prompts ~{format_cost(prompt_only)}; "
+            f"cost       {model}: at most {format_cost(estimate.cost_max(model))} "
+            f"(prompts ~{format_cost(estimate.prompts_cost(model))}; "
             f"{price.input_per_m:g} / {price.output_per_m:g} USD per million tokens, "
             f"{price.source}{suffix})"
         )
