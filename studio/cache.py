@@ -28,11 +28,14 @@ from cvb_engine import (
     LoadedScenario,
     PairedComparison,
     Reference,
+    RunEstimate,
     RunInfo,
+    RunOptions,
     ScenarioError,
     Scored,
     build_messages,
     database_url,
+    estimate_launch,
     get_engine,
     load_file,
     load_library,
@@ -103,6 +106,19 @@ def scenario_library(folder: str, stamps: tuple[tuple[str, int, int], ...]) -> A
         return load_library(folder)
     except ScenarioError as exc:
         return str(exc)
+
+
+@st.cache_data(max_entries=16, ttl=300, show_spinner=False)
+def run_estimate(
+    folder: str, stamps: tuple[tuple[str, int, int], ...], spec_json: str
+) -> RunEstimate | None:
+    """The tokens and cost a launch of the spec would send (:func:`cvb_engine.estimate_launch`),
+    or None; building every arm's messages takes a moment, so reruns that leave the spec
+    alone reuse it."""
+    library = scenario_library(folder, stamps)
+    if isinstance(library, str):
+        return None
+    return estimate_launch(RunOptions.model_validate_json(spec_json), library)
 
 
 def library_stamps(folder: Path) -> tuple[tuple[str, int, int], ...]:

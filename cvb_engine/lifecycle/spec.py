@@ -20,6 +20,7 @@ from cvb_engine.arms import (
     expand_sweep,
     parse_arms,
 )
+from cvb_engine.cost import RunEstimate, estimate_run
 from cvb_engine.endpoints import DEFAULT_MODEL_COUNT, MODEL_PREFERENCE, EndpointError, load_presets
 from cvb_engine.run.errors import RunError
 from cvb_engine.run.plan import pool_path, select_scenarios
@@ -214,3 +215,28 @@ def preview_launch(spec: RunOptions, library: dict[str, LoadedScenario]) -> Prev
         calls=calls,
         problems=problems,
     )
+
+
+def estimate_launch(spec: RunOptions, library: dict[str, LoadedScenario]) -> RunEstimate | None:
+    """The tokens and cost ``spec`` would send (:func:`cvb_engine.cost.estimate_run`: what
+    ``cvb run --dry-run`` prints), for the same scenarios, arms and models as
+    :func:`preview_launch`; None when those do not make a matrix yet."""
+    try:
+        chosen = select_scenarios(library, list(spec.categories), list(spec.only))
+        arms = arm_order(parse_arms(spec.arms))
+        models = list(spec.models) or list(MODEL_PREFERENCE[:DEFAULT_MODEL_COUNT])
+        if not chosen or not arms:
+            return None
+        return estimate_run(
+            [item.scenario for _, item in sorted(chosen.items())],
+            arms,
+            ArmContext(pool_path(spec.scenarios)),
+            runs=spec.runs,
+            models=models,
+            max_tokens=spec.max_tokens,
+            endpoint=spec.endpoint,
+            price_in=spec.price_in,
+            price_out=spec.price_out,
+        )
+    except (RunError, ArmError, OSError, ScenarioError):
+        return None  # the preview says what is wrong

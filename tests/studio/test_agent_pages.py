@@ -195,6 +195,10 @@ def test_the_agent_builder_adds_variants_and_the_dry_run_counts_episodes(
     assert "× 8 arms ×" in page
     assert "Of these, 90 are agent episodes (one cell each)" in page
     assert "at most 540 requests" in page  # (5 + 1) per episode
+    # The cost bound leaves the episodes out by name (their later requests carry history).
+    cost = next(shown(str(c.value)) for c in at.caption if str(c.value).startswith("Cost:"))
+    assert "not included: " in cost
+    assert all(name in cost.split("not included: ")[1] for name in expected)
 
     click(at, "run_agent_remove_agent@steps=5")
     assert "agent@steps=5," not in terminal_command(at)

@@ -11,8 +11,10 @@ from cvb_engine import (
     MODEL_PREFERENCE,
     LaunchError,
     ProbeResult,
+    RunEstimate,
     RunOptions,
     agent_forms,
+    format_cost,
     launch_run,
     new_run_id,
     preview_launch,
@@ -21,7 +23,7 @@ from cvb_engine import (
     shell_command,
     sweep_arms,
 )
-from studio import state
+from studio import cache, state
 from studio.components import agent_builder, layer_builder
 from studio.components.text import block, plain
 from studio.views.run.context import RunContext, show_flash
@@ -37,6 +39,31 @@ ARM_HELP = (
     "incentivized: the constraints as past decisions in project memory, never as orders"
 )
 ss = st.session_state
+
+
+COST_HELP = (
+    "Prompts: characters / 4; completions: max tokens on every call, so the bound is high. "
+    "Prices: the endpoint preset's or data/endpoints.json's (README: Cost); an unknown price "
+    "is never $0. An agent episode's later requests carry its history and an agent "
+    "program's requests are its own: such arms are named, not bounded."
+)
+
+
+def cost_line(estimate: RunEstimate) -> str:
+    """The dry run's cost, a clause per model (names from outside drawn as text)."""
+    parts = []
+    for model in estimate.models:
+        most = estimate.cost_max(model)
+        if most is None:
+            parts.append(f"{plain(model)} unknown (no price)")
+        else:
+            prompts = format_cost(estimate.prompts_cost(model))
+            parts.append(f"{plain(model)} at most {format_cost(most)} (prompts ~{prompts})")
+    line = "Cost: " + " · ".join(parts)
+    if not estimate.bounded:
+        left = [a.arm for a in estimate.arms if not a.bounded]
+        line += " · not included: " + ", ".join(plain(a) for a in left)
+    return line
 
 
 def current_spec(ctx: RunContext, run_id: str) -> RunOptions:
@@ -252,6 +279,11 @@ def render(
                     help="An episode ends when the model answers without a tool call, or "
                     "after its steps.",
                 )
+            estimate = cache.run_estimate(
+                str(ctx.root), cache.library_stamps(ctx.root), spec.model_dump_json()
+            )
+            if estimate is not None:
+                st.caption(cost_line(estimate), help=COST_HELP)
             st.caption(
                 "Scenarios: "
                 + ", ".join(f"{cat} {n}" for cat, n in preview.by_category.items())
