@@ -63,6 +63,39 @@ base_url="$(sed -n 's/^READY //p' "$work/fake.out")"
 grep -q "wheel-check" report.md
 grep -q "^## Cost" report.md
 
+step "inspect eval cvb_engine/cvb (the [inspect] extra: inspect finds the task by its entry point)"
+"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check "cvb-studio[inspect] @ file://$wheel"
+# By name, as `inspect eval cvb_engine/cvb` finds it; mockllm with its token counts given
+# (without them it would download a tokenizer).
+"$work/venv/bin/python" - "$work/inspect-logs" <<'PY'
+import pathlib
+import sys
+
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+reply = "```python\nimport httpx\n\ndef fetch_json(url):\n    return httpx.get(url, timeout=5).json()\n```"
+out = ModelOutput.from_content("mockllm/model", reply)
+out.usage = ModelUsage(input_tokens=100, output_tokens=20, total_tokens=120)
+model = get_model("mockllm/model", custom_outputs=[out])
+inspect_eval(
+    "cvb_engine/cvb",
+    model=model,
+    task_args={"only": "http-client-choice", "arm": "mandated"},
+    log_dir=sys.argv[1],
+    display="none",
+)
+[path] = pathlib.Path(sys.argv[1]).iterdir()
+log = read_eval_log(str(path))
+assert log.status == "success", (log.status, log.error)
+assert log.eval.task.endswith("cvb_mandated"), log.eval.task
+[sample] = log.samples or []
+score = (sample.scores or {})["cvb_checks"]
+assert sample.id == "http-client-choice" and score.metadata["constraints"], score
+print(f"{log.eval.task}: 1 sample, strict {score.value}, by cvb_checks")
+PY
+
 step "nothing was written into the installed package"
 after="$(cd "$site" && find . -type f ! -name '*.pyc' | sort | sha256sum)"
 [ "$before" = "$after" ] || { echo "the installed package changed during the run" >&2; exit 1; }

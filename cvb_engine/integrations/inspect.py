@@ -7,9 +7,10 @@ applies the scenario's checks to the reply exactly as ``cvb score`` does
 (:func:`cvb_engine.scoring.score_response`). So inspect runs CVB against any provider
 it supports::
 
-    inspect eval cvb_engine/integrations/inspect.py@cvb -T arm=incentivized \\
-        --model openai/gpt-4.1 --epochs 3
+    inspect eval cvb_engine/cvb -T arm=incentivized --model openai/gpt-4.1 --epochs 3
 
+(by name once cvb-studio is installed: the ``inspect_ai`` entry point in ``pyproject.toml``
+names this module; from an editable checkout, ``cvb_engine/integrations/inspect.py@cvb``)
 or, from Python, ``inspect_ai.eval(cvb_tasks(), model=...)``. The sample's ``strict``
 score is ``C`` when every constraint is honored; its metadata holds each constraint's
 verdict and check reasons. A scenario whose checks execute code needs CVB's sandbox on
