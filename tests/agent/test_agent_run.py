@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ def test_a_partial_reader_is_judged_per_constraint(tmp_path: Path, scenarios: Pa
 
 
 def test_hostile_calls_are_refused_and_nothing_outside_changes(
-    tmp_path: Path, scenarios: Path
+    tmp_path: Path, scenarios: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outside = [
         Path("/tmp/cvb-hostile-absolute.txt"),
@@ -146,7 +147,11 @@ def test_hostile_calls_are_refused_and_nothing_outside_changes(
         Path("/tmp/outside2.txt"),
     ]
     before = {p: p.exists() for p in outside}
-    tmp_before = set(os.listdir("/tmp"))
+    # The episodes' workspaces go into a temporary folder of this test's own, so that
+    # what is left there is this run's (other runs on the machine use /tmp meanwhile).
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     recs = run_agents(tmp_path, scenarios, ["hostile"], ["agent"])
     trace = recs[("hostile", "agent")]["trace"]
     hostile = [c for c in trace.calls if c.refused]
@@ -157,8 +162,8 @@ def test_hostile_calls_are_refused_and_nothing_outside_changes(
         assert needle in reasons, needle
     assert "longer than 20000" in reasons and "at most 16000" in reasons
     assert {p: p.exists() for p in outside} == before
-    # no file of the episode is left behind in /tmp (the workspace is removed)
-    assert not {n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("cvb-agent-")}
+    # no file of the episode is left behind (the workspace is removed)
+    assert not [n for n in os.listdir(own_tmp) if n.startswith("cvb-agent-")]
     # the real solution write went through
     assert trace.calls[-1].name == "write_file" and not trace.calls[-1].refused
 
