@@ -29,6 +29,7 @@ from cvb_engine.agent.trace import EndedBy, ToolCall
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message
 from cvb_engine.replies import MAX_TOOL_CALLS
+from cvb_engine.replies import ToolCall as AskedCall
 from cvb_engine.run.recording import Finished
 
 __all__ = ["SYSTEM", "Episode", "run_episode", "system_message"]
@@ -71,6 +72,20 @@ class Episode:
     latency_s: float | None
 
 
+def _refused(round_: int, call: AskedCall, reason: str) -> ToolCall:
+    """The trace entry of a call the reply asked for and that is not run, with why."""
+    return ToolCall(
+        round=round_,
+        call_id=call.id,
+        name=call.name,
+        arguments=call.arguments[:4_000],
+        arguments_cut=len(call.arguments) > 4_000,
+        refused=True,
+        reason=reason,
+        result=f"refused: {reason}",
+    )
+
+
 async def run_episode(
     messages: list[Message],
     root: Path,
@@ -107,38 +122,14 @@ async def run_episode(
         # Entries of tool_calls that are no function call are refused on the trace; they
         # are not echoed back (a server may refuse a call without a name in the history).
         malformed = [c for c in finished.tool_calls if c.problem is not None]
-        calls += [
-            ToolCall(
-                round=round_,
-                call_id=c.id,
-                name=c.name,
-                arguments=c.arguments[:4_000],
-                arguments_cut=len(c.arguments) > 4_000,
-                refused=True,
-                reason=f"not run: {c.problem}",
-                result=f"refused: not run: {c.problem}",
-            )
-            for c in malformed
-        ]
+        calls += [_refused(round_, c, f"not run: {c.problem}") for c in malformed]
         wanted = [c for c in finished.tool_calls if c.problem is None]
         # Calls past the cap are answered with a refusal the model reads and the trace keeps.
         over = [] if last else wanted[MAX_TOOL_CALLS:]
         wanted = wanted if last else wanted[:MAX_TOOL_CALLS]
         if last:
             # A server that ignores tool_choice "none" gets its calls recorded, not run.
-            calls += [
-                ToolCall(
-                    round=round_,
-                    call_id=c.id,
-                    name=c.name,
-                    arguments=c.arguments[:4_000],
-                    arguments_cut=len(c.arguments) > 4_000,
-                    refused=True,
-                    reason=STEPS_USED,
-                    result=f"refused: {STEPS_USED}",
-                )
-                for c in wanted
-            ]
+            calls += [_refused(round_, c, STEPS_USED) for c in wanted]
             ended = "steps"
             break
         if not wanted:
@@ -164,18 +155,7 @@ async def run_episode(
             calls.append(entry)
             history.append({"role": "tool", "tool_call_id": c.id, "content": text})
         for c in over:
-            calls.append(
-                ToolCall(
-                    round=round_,
-                    call_id=c.id,
-                    name=c.name,
-                    arguments=c.arguments[:4_000],
-                    arguments_cut=len(c.arguments) > 4_000,
-                    refused=True,
-                    reason=TOO_MANY,
-                    result=f"refused: {TOO_MANY}",
-                )
-            )
+            calls.append(_refused(round_, c, TOO_MANY))
             history.append(
                 {"role": "tool", "tool_call_id": c.id, "content": f"refused: {TOO_MANY}"}
             )
