@@ -70,6 +70,7 @@ from cvb_engine.store import (
     Record,
     Run,
     get_engine,
+    score_rows,
     utcnow,
 )
 
@@ -107,7 +108,7 @@ class _Outbox:
 
 # Record id, scenario id, response (None: read it from the store), finish reason.
 ScoreJob = tuple[int, str, str | None, str | None]
-# A record's score columns, its constraint rows and its check rows (results.score_rows).
+# A record's score columns, its constraint rows and its check rows (store.score_rows).
 ScoreRows = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]
 
 
@@ -328,7 +329,6 @@ class _Store:
             response, agent_json = row[0] or "", row[1]
         # Imported here: only the recorder process scores, and the runner that
         # imports this module for its half must not pay for the checks at start-up.
-        from cvb_engine.results import score_rows
         from cvb_engine.scoring import score_record
 
         scored = score_record(loaded.scenario, response, finish_reason, agent_json)
@@ -529,7 +529,6 @@ def _import_scoring() -> None:
     would import them), then keep what is imported out of the collector's full passes:
     it lives as long as this process, and the first full pass, due soon after the
     imports, would otherwise walk every module's objects while an answer waits."""
-    import cvb_engine.results
     import cvb_engine.scoring  # noqa: F401
     from cvb_engine.checks.base import registry
 

@@ -82,53 +82,18 @@ from cvb_engine.results_format import (
     first_problem,
 )
 from cvb_engine.scoring import Scored
-from cvb_engine.store import CheckOutcome, ConstraintResult, Record, Run, as_utc, utcnow
+from cvb_engine.store import (
+    CheckOutcome,
+    ConstraintResult,
+    Record,
+    Run,
+    as_utc,
+    score_rows,
+)
 
 
 class ResultsFileError(ValueError):
     """A results file that cannot be read; the message names the file and the field."""
-
-
-def score_rows(
-    record_id: int, scored: Scored
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """What scoring ``record_id`` writes: the record's score columns, its
-    ``constraintresult`` rows and its ``checkoutcome`` rows.
-
-    Shared by :func:`save_scores` (``cvb score``) and the runner's recorder,
-    which writes them with Core statements in batches.
-    """
-    record_values: dict[str, Any] = {
-        "code": scored.code,
-        "strict": scored.strict,
-        "stated_passed": scored.stated_passed,
-        "n_constraints": len(scored.constraints),
-        "n_honored": scored.n_honored,
-        "outcome": scored.outcome,
-        "truncated": scored.truncated,
-        "scoring_version": scored.scoring_version,
-        "scored_at": utcnow(),
-    }
-    constraint_rows = [
-        {"record_id": record_id, "constraint_id": v.constraint_id, "honored": v.honored}
-        for v in scored.constraints
-    ]
-    check_rows = [
-        {
-            "record_id": record_id,
-            "constraint_id": v.constraint_id,
-            "check_index": index,
-            "check_id": check.check_id,
-            "kind": check.kind,
-            "passed": check.result.passed,
-            "reason": check.result.reason,
-            "scope": check.result.scope,
-            "evidence_json": json.dumps([s.as_dict() for s in check.result.evidence]),
-        }
-        for v in scored.constraints
-        for index, check in enumerate(v.checks)
-    ]
-    return record_values, constraint_rows, check_rows
 
 
 def save_scores(session: Session, record: Record, scored: Scored, *, fresh: bool = False) -> None:

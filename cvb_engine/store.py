@@ -20,12 +20,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Column, Index, Text, UniqueConstraint, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine
+
+if TYPE_CHECKING:
+    from cvb_engine.scoring import Scored
 
 SCHEMA_VERSION = 7
 DEFAULT_DB_PATH = Path("data") / "cvb.db"
@@ -515,3 +518,46 @@ def redact_params(params: dict[str, Any]) -> dict[str, Any]:
             value = redact_params(value)
         out[key] = value
     return out
+
+
+def score_rows(
+    record_id: int, scored: Scored
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """What scoring ``record_id`` writes: the record's score columns, its
+    ``constraintresult`` rows and its ``checkoutcome`` rows.
+
+    Shared by :func:`cvb_engine.results.save_scores` (``cvb score``) and the runner's
+    recorder, which writes them with Core statements in batches; here, beside the tables,
+    so that the recorder does not import the read side to write them.
+    """
+    record_values: dict[str, Any] = {
+        "code": scored.code,
+        "strict": scored.strict,
+        "stated_passed": scored.stated_passed,
+        "n_constraints": len(scored.constraints),
+        "n_honored": scored.n_honored,
+        "outcome": scored.outcome,
+        "truncated": scored.truncated,
+        "scoring_version": scored.scoring_version,
+        "scored_at": utcnow(),
+    }
+    constraint_rows = [
+        {"record_id": record_id, "constraint_id": v.constraint_id, "honored": v.honored}
+        for v in scored.constraints
+    ]
+    check_rows = [
+        {
+            "record_id": record_id,
+            "constraint_id": v.constraint_id,
+            "check_index": index,
+            "check_id": check.check_id,
+            "kind": check.kind,
+            "passed": check.result.passed,
+            "reason": check.result.reason,
+            "scope": check.result.scope,
+            "evidence_json": json.dumps([s.as_dict() for s in check.result.evidence]),
+        }
+        for v in scored.constraints
+        for index, check in enumerate(v.checks)
+    ]
+    return record_values, constraint_rows, check_rows
