@@ -397,8 +397,7 @@ asyncio.run(main())
 
 def one_request_scenario(scenarios: Path) -> str:
     """A scenario whose checks execute nothing (so no sandbox is set up for it)."""
-    from cvb_engine.checks.base import executes_code
-    from cvb_engine.scenario import load_library
+    from cvb_engine.scenario import executes_code, load_library
 
     library = load_library(scenarios)
     return next(sid for sid, item in sorted(library.items()) if not executes_code(item.scenario))

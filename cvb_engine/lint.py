@@ -65,7 +65,7 @@ from pydantic import BaseModel
 
 from cvb_engine.arms import DEFAULT_POOL
 from cvb_engine.checks import python_ast, regex_check
-from cvb_engine.checks.base import CheckResult, Subject, constraint_executes_code, get_kind
+from cvb_engine.checks.base import CheckResult, Subject, get_kind
 from cvb_engine.memory_notes import CURRENT_AS_OF, SUPERSEDED_DATE
 from cvb_engine.memory_pool import Pool, PoolError, discover_pools, load_pool
 from cvb_engine.scenario import (
@@ -76,6 +76,7 @@ from cvb_engine.scenario import (
     Problem,
     Scenario,
     ScenarioError,
+    constraint_executes_code,
     discover,
     load_all,
     load_file,

@@ -684,6 +684,24 @@ def is_non_scenario_file(path: str | Path) -> bool:
     return Path(path).parent.name in NON_SCENARIO_DIRS
 
 
+def constraint_executes_code(constraint: Constraint) -> bool:
+    """Whether one of ``constraint``'s checks runs model code (needs the sandbox)."""
+    return any(
+        (kind := get_kind(spec.kind)) is not None and kind.executes_code
+        for spec in constraint.checks
+    )
+
+
+def executes_code(scenario: Scenario) -> bool:
+    """Whether scoring ``scenario`` runs model code (stated tests or an executing check),
+    so that a command can refuse before it starts when no sandbox works. Here, not in
+    :mod:`cvb_engine.scoring`: the runner asks before its first request, and scoring
+    itself (with its imports) runs in the recorder process."""
+    return bool(scenario.stated_tests) or any(
+        constraint_executes_code(c) for c in scenario.constraints
+    )
+
+
 def discover(paths: Iterable[str | Path]) -> list[Path]:
     """Scenario files under ``paths`` (files as given, directories searched for *.yaml/*.yml).
 

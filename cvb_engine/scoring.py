@@ -34,10 +34,10 @@ from cvb_engine.checks.base import (
     Subject,
     get_kind,
 )
-from cvb_engine.checks.base import executes_code as executes_code  # re-exported
 from cvb_engine.extract import Outcome, extract, outcome_from, sanitize, without_files
 from cvb_engine.results_format import CheckEntry, ConstraintEntry
 from cvb_engine.scenario import Constraint, Reads, Scenario
+from cvb_engine.scenario import executes_code as executes_code  # re-exported
 
 #: The rules that turn a reply into verdicts. 1: the first build (no outcomes;
 #: a reply without code could honor a constraint). 2: outcomes, structural

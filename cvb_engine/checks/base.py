@@ -37,14 +37,11 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from cvb_engine.plugin_registry import Registry, origin_of
-
-if TYPE_CHECKING:
-    from cvb_engine.scenario import Constraint, Scenario
 
 # The most spans a result carries as evidence; its reason still counts every hit.
 MAX_EVIDENCE = 20
@@ -232,24 +229,6 @@ def register_check(
         return fn
 
     return decorate
-
-
-def constraint_executes_code(constraint: Constraint) -> bool:
-    """Whether one of ``constraint``'s checks runs model code (needs the sandbox)."""
-    return any(
-        (kind := get_kind(spec.kind)) is not None and kind.executes_code
-        for spec in constraint.checks
-    )
-
-
-def executes_code(scenario: Scenario) -> bool:
-    """Whether scoring ``scenario`` runs model code (stated tests or an executing check),
-    so that a command can refuse before it starts when no sandbox works. Here, not in
-    :mod:`cvb_engine.scoring`: the runner asks before its first request, and scoring
-    itself (with its imports) runs in the recorder process."""
-    return bool(scenario.stated_tests) or any(
-        constraint_executes_code(c) for c in scenario.constraints
-    )
 
 
 def registry() -> dict[str, CheckKind]:

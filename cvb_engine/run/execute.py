@@ -35,7 +35,6 @@ from cvb_engine.arms import (
     parse_arm,
     parse_arms,
 )
-from cvb_engine.checks.base import executes_code
 from cvb_engine.claims import CellFeed, ClaimError, RunClaims, runners, worker_name
 from cvb_engine.endpoints import (
     DEFAULT_MODEL_COUNT,
@@ -57,7 +56,7 @@ from cvb_engine.run.recording import Finished, Recorder, RecorderError, Setup
 from cvb_engine.run.status import FinalStatus, final_status, runner_status
 from cvb_engine.run.validate import option_problems
 from cvb_engine.run_options import RunOptions
-from cvb_engine.scenario import ARMS, ScenarioError, load_library
+from cvb_engine.scenario import ARMS, ScenarioError, executes_code, load_library
 from cvb_engine.store import Run, database_url, get_engine, utcnow
 
 
