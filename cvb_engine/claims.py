@@ -81,9 +81,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
+from cvb_engine.cells import Cell
 from cvb_engine.kinds import RecordStatus, RunnerStatus
 from cvb_engine.processes import process_alive, this_host
-from cvb_engine.run.plan import Cell
 from cvb_engine.store import CellClaim, Record, Run, RunWorker, as_utc
 
 #: Seconds a claim lasts without renewal (``cvb run --lease``, hidden: for tests).

@@ -46,10 +46,10 @@ from cvb_engine.arms.layered import (
     layer_spec,
     query_text,
 )
+from cvb_engine.cells import Finished
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message, messages_sha256
 from cvb_engine.replies import MAX_TOOL_CALLS
-from cvb_engine.run.recording import Finished
 from cvb_engine.scenario import Scenario
 
 #: A tool result longer than this is cut (a layer's context for one query).

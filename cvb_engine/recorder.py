@@ -57,12 +57,12 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from cvb_engine.cells import Cell, Finished
 from cvb_engine.claims import RELEASE, release_params
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import PROMPT_VERSION
-from cvb_engine.run.plan import Cell
 from cvb_engine.run.recording import HEADER as _HEADER
-from cvb_engine.run.recording import Finished, Setup
+from cvb_engine.run.recording import Setup
 from cvb_engine.run.recording import frame as _frame
 from cvb_engine.store import (
     CheckOutcome,

@@ -26,11 +26,11 @@ from typing import Any
 
 from cvb_engine.agent.tools import TOOLS, TestRunner, ToolBox
 from cvb_engine.agent.trace import EndedBy, ToolCall
+from cvb_engine.cells import Finished
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message
 from cvb_engine.replies import MAX_TOOL_CALLS
 from cvb_engine.replies import ToolCall as AskedCall
-from cvb_engine.run.recording import Finished
 
 __all__ = ["SYSTEM", "Episode", "run_episode", "system_message"]
 

@@ -28,10 +28,10 @@ from cvb_engine.agent.trace import AgentTrace, CommandRun, EndedBy, ToolCall, Wr
 from cvb_engine.agent.workspace import Workspace, task_message
 from cvb_engine.arms import ArmContext, parse_arm
 from cvb_engine.arms.agent import workspace_of
+from cvb_engine.cells import Finished
 from cvb_engine.kinds import ErrorKind, RecordStatus
 from cvb_engine.metrics import is_agent_arm
 from cvb_engine.prompts import Message, messages_sha256
-from cvb_engine.run.recording import Finished
 from cvb_engine.scenario import Scenario
 
 __all__ = [

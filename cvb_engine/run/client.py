@@ -16,6 +16,7 @@ from typing import Any
 import httpx2
 import openai
 
+from cvb_engine.cells import Finished
 from cvb_engine.endpoints import Endpoint, scrub
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.prompts import Message
@@ -31,7 +32,6 @@ from cvb_engine.replies import (
     parse_completion,
 )
 from cvb_engine.run.errors import FatalEndpointError, RunError
-from cvb_engine.run.recording import Finished
 
 
 def _retry_after(exc: openai.APIStatusError, cap: float) -> float | None:

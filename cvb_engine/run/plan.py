@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from cvb_engine.arms import DEFAULT_POOL
+from cvb_engine.cells import Cell
 from cvb_engine.prompts import PROMPT_VERSION
 from cvb_engine.run.errors import RunError
 from cvb_engine.scenario import CVB_CATEGORIES, LoadedScenario
-
-#: One request of a run: model, scenario id, arm, repetition. Unique in the store.
-Cell = tuple[str, str, str, int]
 
 
 @dataclass(frozen=True)

@@ -20,41 +20,14 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cvb_engine.cells import Cell, Finished
 
 if TYPE_CHECKING:
-    from cvb_engine.run.plan import Cell
     from cvb_engine.scenario import LoadedScenario
 
 HEADER = struct.Struct(">I")
-
-
-@dataclass
-class Finished:
-    """One finished request, on its way to the store."""
-
-    cell: Cell
-    status: str
-    response: str | None
-    error: str | None
-    latency_s: float | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    finish_reason: str | None
-    attempts: int
-    messages_sha256: str
-    reasoning: str | None = None
-    # The reply was longer than --max-response-chars (or the body limit): stored cut.
-    response_cut: bool = False
-    # An error's kind: "api" (the endpoint) or "memory" (a memory layer); None when ok.
-    error_kind: str | None = None
-    # What a memory layer gave the cell (the memory trace, cvb_engine.memory_run), if any.
-    memory_json: str | None = None
-    # The agent episode's trace (the agent arm, cvb_engine.agent.trace), JSON; its files
-    # are what is scored, not the reply.
-    agent_json: str | None = None
-    # The tool calls the reply asked for (memory-tool; read by the runner, not stored).
-    tool_calls: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ import pytest
 
 from cvb_engine.agent.episode import TOO_MANY, run_episode
 from cvb_engine.agent.tools import ToolBox
+from cvb_engine.cells import Finished
 from cvb_engine.kinds import RecordStatus
 from cvb_engine.replies import MAX_TOOL_CALLS, ToolCall
-from cvb_engine.run.recording import Finished
 
 
 def _reply(calls: tuple[ToolCall, ...], text: str | None = None) -> Finished:
