@@ -65,6 +65,7 @@ class Episode:
     calls: list[ToolCall]
     steps: int
     requests: int
+    replies_cut: int  # replies cut at the body limit: their later tool calls were not read
     ended_by: EndedBy
     final_text: str | None
     prompt_tokens: int | None
@@ -101,7 +102,7 @@ async def run_episode(
     latency = 0.0
     attempts = 0
     used = 0
-    requests = 0
+    requests = cut = 0
     started = time.monotonic()
     ended: EndedBy = "answer"
     final: Finished | None = None
@@ -109,6 +110,7 @@ async def run_episode(
         last = round_ > steps
         finished = await send(history, TOOLS, "none" if last else "auto")
         requests += 1
+        cut += finished.response_cut
         attempts += finished.attempts
         if finished.prompt_tokens is not None or finished.completion_tokens is not None:
             reported = True
@@ -173,6 +175,7 @@ async def run_episode(
         calls=calls,
         steps=used,
         requests=requests,
+        replies_cut=cut,
         ended_by=ended,
         final_text=reply[:MAX_FINAL_CHARS] if reply else None,
         prompt_tokens=prompt if reported else None,

@@ -200,7 +200,7 @@ class AgentRun:
                 )
                 if command is not None and command.reads_observed:
                     read_paths = files_read(root, [r.path for r in ws.rules_files], atimes)
-                steps = requests = 0
+                steps = requests = cut = 0
                 final_text = None
                 prompt_tokens = completion_tokens = None
                 latency = command.time_s if command else None
@@ -208,7 +208,7 @@ class AgentRun:
                 box = ToolBox(root, ws.constraints, run_tests=self.tests)
                 episode = await run_episode(messages, root, box, send, params.steps)
                 finished, calls, ended = episode.finished, episode.calls, episode.ended_by
-                steps, requests = episode.steps, episode.requests
+                steps, requests, cut = episode.steps, episode.requests, episode.replies_cut
                 final_text = episode.final_text
                 prompt_tokens, completion_tokens = episode.prompt_tokens, episode.completion_tokens
                 latency = episode.latency_s
@@ -233,6 +233,7 @@ class AgentRun:
             files=files,
             steps=steps,
             requests=requests,
+            replies_cut=cut,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             latency_s=latency,

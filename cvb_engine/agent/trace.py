@@ -174,6 +174,9 @@ class AgentTrace(BaseModel):
     steps: int = 0
     #: Requests made to the endpoint (with retries counted once).
     requests: int = 0
+    #: Replies cut at the body limit or ``--max-response-chars``: what came after the cut,
+    #: tool calls included, was never read (so it is not among ``calls``).
+    replies_cut: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_s: float | None = None

@@ -93,7 +93,13 @@ def _summary(trace: AgentTrace) -> None:
             plain(t, limit=120) for t in trace.targets if t not in {f.path for f in trace.files}
         )
     )
-    st.caption(f"Ended: {ending} · {wrote} · rules files: {rules}{preload}")
+    cut = (
+        f" · {trace.replies_cut} repl{'ies were' if trace.replies_cut != 1 else 'y was'} cut at "
+        "the body limit: tool calls after the cut were never read"
+        if trace.replies_cut
+        else ""
+    )
+    st.caption(f"Ended: {ending} · {wrote} · rules files: {rules}{preload}{cut}")
 
 
 def _read_versus_obeyed(record: CellRecord) -> None:

@@ -279,6 +279,8 @@ def test_malformed_tool_calls_and_huge_replies_are_data(tmp_path: Path, scenario
     assert rec["code"] == FETCH_VIOLATING and trace.files
     assert trace.final_text is not None and len(trace.final_text) <= 8_000
     assert len(rec["response"]) <= 8_000
+    # its 300,000-character answer was cut at --max-response-chars, and the trace says so
+    assert trace.replies_cut == 1
 
 
 def test_a_broken_server_mid_episode_is_an_error_record_with_its_trace(
