@@ -372,25 +372,25 @@ class RunEstimate:
 
     def cost_max(self, model: str) -> float | None:
         """``model``'s share of the run at most (the arms with a bound; None: no price)."""
-        price = self.prices.get(model)
-        if price is None:
-            return None
-        share = len(self.models) or 1
-        return sum(
-            price.of(a.tokens.prompt_tokens, a.tokens.completion_tokens_max) / share
-            for a in self.arms
-            if a.bounded and a.tokens is not None
-        )
+        return self._share(model, bounded_only=True)
 
     def prompts_cost(self, model: str) -> float | None:
         """``model``'s prompts alone (every arm's known requests; None: no price)."""
+        return self._share(model, bounded_only=False)
+
+    def _share(self, model: str, *, bounded_only: bool) -> float | None:
+        """With ``bounded_only``, prompts and completions at most of the bounded arms;
+        without, the prompts of every arm whose tokens are known. Split among the models."""
         price = self.prices.get(model)
         if price is None:
             return None
-        share = len(self.models) or 1
-        return sum(
-            price.of(a.tokens.prompt_tokens, 0) / share for a in self.arms if a.tokens is not None
-        )
+        total = 0.0
+        for a in self.arms:
+            if a.tokens is None or (bounded_only and not a.bounded):
+                continue
+            completion = a.tokens.completion_tokens_max if bounded_only else 0
+            total += price.of(a.tokens.prompt_tokens, completion)
+        return total / (len(self.models) or 1)
 
     def left_out(self) -> list[str]:
         """The arms the bound leaves out, each with why."""
